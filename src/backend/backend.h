@@ -1,0 +1,134 @@
+// The op set every backend implements (cpu/ and cuda/), and the tensors it works on. Model code
+// (model/arch/*) is written once against this interface; backends are checked against each other
+// and against scalar references (tests/parity). Plan on the CPU, run on the device: ops take host
+// spans for plans (positions, slots, sequence layout) and device tensors for data.
+// A backend is used by one thread at a time: the thread that runs the model (the scheduler thread).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "tensor/tensor_view.h"
+
+namespace keel::backend {
+
+using tensor::DType;
+using tensor::Shape;
+
+enum class DeviceKind { kCpu, kCuda };
+
+// A view of backend memory (host memory for cpu, device memory for cuda). Row-major, shape
+// outermost first, last dim contiguous. Does not own its memory.
+struct Tensor {
+  DType dtype = DType::kF32;
+  Shape shape;
+  void* data = nullptr;
+
+  int64_t numel() const { return shape.numel(); }
+  int64_t n_rows() const { return shape.n_rows(); }
+  int64_t row_len() const { return shape.row_len(); }
+  size_t size_bytes() const { return static_cast<size_t>(n_rows()) * tensor::row_size_bytes(dtype, row_len()); }
+  // Same memory, another shape with the same numel (e.g. [n, h*d] <-> [n, h, d]).
+  Tensor reshaped(Shape s) const { return Tensor{dtype, s, data}; }
+  // Rows [begin, begin + count) of the 2-D [n_rows, row_len] view, as a [count, row_len] tensor.
+  Tensor rows(int64_t begin, int64_t count) const;
+};
+
+// Owns backend memory; frees it on destruction. Move-only.
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(Tensor t, std::shared_ptr<void> owner) : tensor_(t), owner_(std::move(owner)) {}
+  const Tensor& tensor() const { return tensor_; }
+  Tensor& tensor() { return tensor_; }
+  bool empty() const { return tensor_.data == nullptr; }
+
+ private:
+  Tensor tensor_;
+  std::shared_ptr<void> owner_;
+};
+
+// RoPE variants. Positions are absolute token positions.
+enum class RopeStyle {
+  kInterleaved,  // rotate pairs (x[2i], x[2i+1]) — GGML "normal" (GGUF llama files)
+  kNeox,         // rotate halves (x[i], x[i + d/2]) — HF rotate_half, GGUF qwen2/qwen3
+};
+
+struct RopeParams {
+  RopeStyle style = RopeStyle::kNeox;
+  int rot_dims = 0;  // leading dims of each head that rotate (== head_dim for Llama)
+  // Per-frequency inverse wavelengths, [rot_dims / 2]: theta^(-2i/d) already adjusted by the
+  // scaling method (Llama 3, YaRN, linear). Computed once by model/rope.cc.
+  std::span<const float> inv_freq;
+  float attn_factor = 1.0f;  // YaRN magnitude scale applied to cos/sin (1 otherwise)
+};
+
+// One sequence of a flat batch for attention. Tokens [q_begin, q_begin + n_q) of the batch are this
+// sequence's new tokens; ctx_slots lists the KV slots of all its visible tokens in position order,
+// the last n_q being the new ones. Causal: new token i sees ctx_slots[0 .. n_ctx - n_q + i].
+struct AttnSeq {
+  int32_t q_begin = 0;
+  int32_t n_q = 0;
+  std::span<const int32_t> ctx_slots;
+};
+
+struct AttentionParams {
+  float scale = 0.0f;  // usually 1/sqrt(head_dim)
+  std::span<const AttnSeq> seqs;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual DeviceKind kind() const = 0;
+  virtual std::string name() const = 0;
+  // Activation dtype the model should use for intermediate tensors (f32 on cpu).
+  virtual DType activation_dtype() const = 0;
+
+  // Memory.
+  virtual Buffer alloc(DType dtype, Shape shape) = 0;
+  // Makes a weight usable by ops. cpu may return a view of the host memory (zero copy: the caller
+  // keeps the mapping alive); cuda copies (and may convert) it to the device.
+  virtual Result<Buffer> upload_weight(const tensor::TensorView& host) = 0;
+  virtual void copy_to_host(const Tensor& src, std::span<float> dst) = 0;  // any float dtype -> f32
+  virtual void copy_from_host(std::span<const float> src, Tensor& dst) = 0;
+  virtual void synchronize() = 0;
+
+  // out[i, :] = table[ids[i], :]; table is [vocab, d] of any weight dtype, out [n, d].
+  virtual void embed(const Tensor& table, std::span<const int32_t> ids, Tensor& out) = 0;
+  // out = x / rms(x) * w over the last dim; x [n, d], w [d] (f32).
+  virtual void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) = 0;
+  // residual += x; out = rms_norm(residual, w). All [n, d].
+  virtual void add_rms_norm(Tensor& residual, const Tensor& x, const Tensor& w, float eps, Tensor& out) = 0;
+  // out[n, m] = x[n, k] · w[m, k]^T (+ bias[m] when bias.data != nullptr). w of any weight dtype.
+  virtual void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out) = 0;
+  // In place on x [n, n_heads, head_dim]; positions [n].
+  virtual void rope(Tensor& x, std::span<const int32_t> positions, const RopeParams& p) = 0;
+  // Writes k, v [n, n_kv_heads, head_dim] into k_cache, v_cache [n_slots, n_kv_heads, head_dim]
+  // at rows slots[n].
+  virtual void write_kv(const Tensor& k, const Tensor& v, std::span<const int32_t> slots,
+                        Tensor& k_cache, Tensor& v_cache) = 0;
+  // q [n, n_heads, head_dim] attends over the KV pool per AttentionParams; GQA when
+  // n_heads > n_kv_heads. out [n, n_heads, head_dim].
+  virtual void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                         const AttentionParams& p, Tensor& out) = 0;
+  // out = silu(gate) * up; all [n, f].
+  virtual void silu_mul(const Tensor& gate, const Tensor& up, Tensor& out) = 0;
+  // out = a + b; all same shape.
+  virtual void add(const Tensor& a, const Tensor& b, Tensor& out) = 0;
+  // out[i, :] = x[rows[i], :].
+  virtual void gather_rows(const Tensor& x, std::span<const int32_t> rows, Tensor& out) = 0;
+};
+
+// Backends by name: "cpu" (always), "cuda" (when built with KEEL_CUDA and a device is present).
+struct BackendOptions {
+  int n_threads = 0;  // cpu: 0 = ThreadPool::default_threads()
+  int device = 0;     // cuda: device ordinal
+};
+Result<std::unique_ptr<Backend>> create_backend(const std::string& name, const BackendOptions& opts);
+
+}  // namespace keel::backend
