@@ -33,6 +33,7 @@ function(keel_unit_tests folder)
   string(REPLACE "/" "_" tname ${folder})
   add_executable(keel_${tname}_tests ${srcs})
   target_link_libraries(keel_${tname}_tests PRIVATE ${ARG_DEPS} GTest::gtest_main keel_warnings)
+  target_include_directories(keel_${tname}_tests PRIVATE ${PROJECT_SOURCE_DIR}/tests)
   target_compile_definitions(keel_${tname}_tests PRIVATE
     KEEL_SOURCE_DIR="${PROJECT_SOURCE_DIR}" KEEL_BINARY_DIR="${PROJECT_BINARY_DIR}")
   gtest_discover_tests(keel_${tname}_tests DISCOVERY_MODE PRE_TEST
