@@ -1,5 +1,7 @@
 #include "backend/backend.h"
 
+#include "backend/cpu/cpu_backend.h"
+
 namespace keel::backend {
 
 Tensor Tensor::rows(int64_t begin, int64_t count) const {
@@ -8,6 +10,17 @@ Tensor Tensor::rows(int64_t begin, int64_t count) const {
   t.shape = tensor::make_shape({count, row_len()});
   t.data = static_cast<uint8_t*>(data) + static_cast<size_t>(begin) * tensor::row_size_bytes(dtype, row_len());
   return t;
+}
+
+Result<std::unique_ptr<Backend>> create_backend(const std::string& name, const BackendOptions& opts) {
+  if (opts.n_threads < 0) {
+    return make_error(ErrorCode::kInvalidArgument, "backend {}: n_threads must be >= 0, got {}", name, opts.n_threads);
+  }
+  if (name == "cpu") return cpu::make_cpu_backend(opts.n_threads);
+  if (name == "cuda") {
+    return make_error(ErrorCode::kUnavailable, "backend cuda: this build has no CUDA backend");
+  }
+  return make_error(ErrorCode::kInvalidArgument, "unknown backend '{}' (expected cpu or cuda)", name);
 }
 
 }  // namespace keel::backend

@@ -1,0 +1,65 @@
+// The CPU backend's inner kernels as a table of function pointers, one table per instruction set
+// (scalar, AVX2+FMA+F16C, AVX-512), picked once at run time by cpu_kernels(). Ops (matmul.cc,
+// attention.cc, elementwise.cc) call only through the table; tests run every table they can against
+// the scalar one. Pure functions on caller memory: any thread.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/cpu/ggml_blocks.h"
+#include "tensor/dtype.h"
+
+namespace keel::backend::cpu {
+
+// Activation block for Q4_0 / Q4_1 / Q8_0 weights: ggml's block_q8_1 with f32 fields. x ≈ d * qs;
+// s = d * sum(qs) carries the block sum that Q4_1's minimum (and Q4_0's -8 offset) multiplies.
+struct BlockQ8A {
+  float d;
+  float s;
+  int8_t qs[kQK];
+};
+static_assert(sizeof(BlockQ8A) == 40);
+
+// Which activation format a weight dtype's integer dot product wants (kF32: none, use floats).
+tensor::DType activation_format(tensor::DType weight);
+
+// dot(weight row of n elements, quantized activation row of n elements).
+using QuantDotFn = float (*)(const void* w, const void* xq, int64_t n);
+
+struct Kernels {
+  const char* name;
+  // f32 vectors.
+  float (*dot_f32)(const float* a, const float* b, int64_t n);
+  void (*axpy_f32)(float a, const float* x, float* y, int64_t n);  // y += a * x
+  void (*scale_f32)(float a, float* y, int64_t n);                 // y *= a
+  // y = x * w * s (the tail of RMSNorm).
+  void (*mul_scale_f32)(const float* x, const float* w, float s, float* y, int64_t n);
+  void (*silu_mul_f32)(const float* g, const float* u, float* y, int64_t n);  // y = silu(g) * u
+  void (*add_f32)(const float* a, const float* b, float* y, int64_t n);
+  // Conversions and float-weight dots.
+  void (*f16_to_f32)(const uint16_t* x, float* y, int64_t n);
+  void (*f32_to_f16)(const float* x, uint16_t* y, int64_t n);
+  float (*dot_f16_f32)(const uint16_t* w, const float* x, int64_t n);
+  float (*dot_bf16_f32)(const uint16_t* w, const float* x, int64_t n);
+  // Activation quantizers; n is a multiple of the block size.
+  void (*quantize_q8a)(const float* x, BlockQ8A* y, int64_t n);
+  void (*quantize_q8k)(const float* x, BlockQ8K* y, int64_t n);
+  // Integer dot products of quantized weights with quantized activations.
+  QuantDotFn dot_q4_0;
+  QuantDotFn dot_q4_1;
+  QuantDotFn dot_q8_0;
+  QuantDotFn dot_q4_k;
+  QuantDotFn dot_q6_k;
+};
+
+const Kernels& scalar_kernels();
+// nullptr when the running CPU lacks the instruction set (or the build could not compile it).
+const Kernels* avx2_kernels();
+const Kernels* avx512_kernels();
+// The best table the running CPU supports; KEEL_CPU_KERNELS=scalar|avx2|avx512 overrides.
+const Kernels& cpu_kernels();
+
+// The dot product for weight dtype t from table k; nullptr for float weights.
+QuantDotFn quant_dot(const Kernels& k, tensor::DType t);
+
+}  // namespace keel::backend::cpu
