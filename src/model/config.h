@@ -1,5 +1,5 @@
-// Architecture hyper-parameters of a decoder-only model, read from GGUF metadata or an HF
-// config.json and validated (model/config_*.cc). Plain data, immutable once loaded: any thread.
+// Architecture hyper-parameters of a decoder-only model, read from GGUF metadata (config_gguf.h) or
+// an HF config.json (config_hf.h) and validated there. Plain data, immutable once loaded: any thread.
 #pragma once
 
 #include <cstdint>
@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "base/status.h"
 
 namespace keel::model {
 
@@ -16,15 +17,19 @@ enum class RopeScaling { kNone, kLinear, kLlama3, kYarn };
 
 struct RopeConfig {
   float theta = 10000.0f;
+  // kInterleaved for GGUF llama files (the converter permuted Q/K rows), kNeox for HF and Qwen.
   backend::RopeStyle style = backend::RopeStyle::kNeox;
   RopeScaling scaling = RopeScaling::kNone;
   float factor = 1.0f;                  // linear / llama3 / yarn
   float low_freq_factor = 1.0f;         // llama3
   float high_freq_factor = 4.0f;        // llama3
-  int64_t original_max_positions = 0;   // llama3 / yarn
+  int64_t original_max_positions = 0;   // llama3 / yarn: context length before scaling
   float yarn_beta_fast = 32.0f;
   float yarn_beta_slow = 1.0f;
-  float yarn_attn_factor = 1.0f;        // extra multiplier on top of yarn's mscale
+  bool yarn_truncate = true;            // floor/ceil the correction range (HF default)
+  // Magnitude scale on cos/sin, resolved by the config reader (YaRN's 0.1 ln(s) + 1, or the file's
+  // explicit value); 1 for every other scaling.
+  float attn_factor = 1.0f;
 };
 
 struct ModelConfig {
@@ -34,7 +39,7 @@ struct ModelConfig {
   int64_t d_model = 0;        // hidden size
   int64_t n_heads = 0;
   int64_t n_kv_heads = 0;
-  int64_t head_dim = 0;
+  int64_t head_dim = 0;       // may differ from d_model / n_heads (Qwen3)
   int64_t ffn_dim = 0;        // intermediate size
   int64_t vocab_size = 0;
   int64_t max_positions = 0;  // context length the model was trained for
@@ -46,5 +51,10 @@ struct ModelConfig {
 };
 
 std::string arch_name(Arch arch);
+std::string rope_scaling_name(RopeScaling s);
+
+// Cross-field checks shared by both readers (head counts divide, head_dim even, scaling parameters
+// consistent, sizes within sane limits). Field names in messages are ModelConfig's.
+Status validate_config(const ModelConfig& c);
 
 }  // namespace keel::model

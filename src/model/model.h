@@ -4,9 +4,12 @@
 // Used by one thread at a time (the thread that runs forward passes).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "backend/backend.h"
 #include "base/status.h"
@@ -22,6 +25,12 @@ struct KvStorage {
   std::vector<backend::Buffer> v;  // [n_layers] of [n_slots, n_kv_heads, head_dim]
 };
 
+// Called during forward with each named intermediate tensor (llama.cpp's names: "attn_norm",
+// "Qcur", "Kcur", "Vcur", "kqv_out", "ffn_inp", "ffn_out", "result_norm", "result_output", ...);
+// layer is -1 for tensors outside the blocks. The tensor lives on the backend and is valid only
+// during the call (copy it with Backend::copy_to_host).
+using DumpHook = std::function<void(std::string_view name, int layer, const backend::Tensor& t)>;
+
 class Model {
  public:
   virtual ~Model() = default;
@@ -30,7 +39,12 @@ class Model {
   virtual Result<KvStorage> make_kv_storage(int64_t n_slots) = 0;
   // Runs the batch, writes its K/V into kv, and copies the logits of batch.logit_rows to
   // logits [logit_rows.size(), vocab_size] (host f32).
+  // A malformed batch (ids, slots or rows out of range, sequences not covering the tokens) is a
+  // kInvalidArgument Status and runs nothing.
   virtual Status forward(const Batch& batch, KvStorage& kv, std::span<float> logits) = 0;
+  // Installs (or, with an empty function, removes) the intermediate-tensor hook. Debugging only:
+  // it slows the forward down.
+  virtual void set_dump_hook(DumpHook hook) = 0;
 };
 
 struct LoadOptions {

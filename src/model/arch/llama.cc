@@ -1,0 +1,284 @@
+#include "model/arch/llama.h"
+
+#include <cmath>
+#include <utility>
+#include <vector>
+
+#include "base/check.h"
+#include "model/batch_check.h"
+#include "model/rope.h"
+
+namespace keel::model {
+namespace {
+
+using backend::Buffer;
+using backend::Tensor;
+using tensor::make_shape;
+
+struct LayerBuffers {
+  Buffer attn_norm, wq, wk, wv, bq, bk, bv, q_norm, k_norm, wo, ffn_norm, w_gate, w_up, w_down;
+};
+
+// Activations for up to `cap_tokens` tokens and `cap_rows` logit rows; grown on demand, never
+// shrunk. n = tokens in the step, r = logit rows, d = d_model, f = ffn_dim, V = vocab_size.
+struct Scratch {
+  int64_t cap_tokens = 0;
+  int64_t cap_rows = 0;
+  Buffer x;         // [n, d] residual stream
+  Buffer h;         // [n, d] normed input of the current sub-block
+  Buffer q_raw;     // [n, n_heads * head_dim] before the q norm (qk_norm only)
+  Buffer k_raw;     // [n, n_kv_heads * head_dim] before the k norm (qk_norm only)
+  Buffer q;         // [n, n_heads * head_dim]
+  Buffer k;         // [n, n_kv_heads * head_dim]
+  Buffer v;         // [n, n_kv_heads * head_dim]
+  Buffer attn;      // [n, n_heads * head_dim]
+  Buffer proj;      // [n, d] attention output projection, then the MLP output
+  Buffer gate;      // [n, f]
+  Buffer up;        // [n, f]
+  Buffer act;       // [n, f]
+  Buffer rows_x;    // [r, d]
+  Buffer rows_add;  // [r, d]
+  Buffer rows_h;    // [r, d]
+  Buffer logits;    // [r, V]
+};
+
+class LlamaModel final : public Model {
+ public:
+  LlamaModel(ModelConfig config, ModelWeights weights, std::unique_ptr<backend::Backend> backend,
+             std::shared_ptr<const void> source)
+      : config_(std::move(config)),
+        host_(std::move(weights)),
+        backend_(std::move(backend)),
+        source_(std::move(source)) {
+    rope_ = compute_rope(config_.rope, config_.head_dim, host_.rope_freq_factors);
+  }
+
+  Status upload();
+
+  const ModelConfig& config() const override { return config_; }
+  backend::Backend& backend() override { return *backend_; }
+  Result<KvStorage> make_kv_storage(int64_t n_slots) override;
+  Status forward(const Batch& batch, KvStorage& kv, std::span<float> logits) override;
+  void set_dump_hook(DumpHook hook) override { dump_ = std::move(hook); }
+
+ private:
+  void ensure_scratch(int64_t n_tokens, int64_t n_rows);
+  void run_attention(int layer, const Batch& b, std::span<const backend::AttnSeq> seqs, KvStorage& kv, int64_t n);
+  void run_mlp(int layer, int64_t n);
+  void run_head(const Batch& b, int64_t n, std::span<float> logits);
+  Tensor act(Buffer& buf, int64_t n) { return buf.tensor().rows(0, n); }
+  void dump(std::string_view name, int layer, const Tensor& t) {
+    if (dump_) dump_(name, layer, t);
+  }
+  const Tensor& output_weight() const {
+    return config_.tied_embeddings ? token_embd_.tensor() : output_.tensor();
+  }
+
+  ModelConfig config_;
+  ModelWeights host_;
+  std::unique_ptr<backend::Backend> backend_;
+  std::shared_ptr<const void> source_;
+  RopeTable rope_;
+  Buffer token_embd_, output_norm_, output_;
+  std::vector<LayerBuffers> layers_;
+  Scratch s_;
+  DumpHook dump_;
+};
+
+Status LlamaModel::upload() {
+  backend::Backend& be = *backend_;
+  auto up = [&be](const tensor::TensorView& v, Buffer& dst) -> Status {
+    if (v.data == nullptr) return {};
+    KEEL_ASSIGN_OR_RETURN(dst, be.upload_weight(v));
+    return {};
+  };
+  KEEL_RETURN_IF_ERROR(up(host_.token_embd, token_embd_).with_context("token_embd"));
+  KEEL_RETURN_IF_ERROR(up(host_.output_norm, output_norm_).with_context("output_norm"));
+  if (!config_.tied_embeddings) KEEL_RETURN_IF_ERROR(up(host_.output, output_).with_context("output"));
+  layers_.resize(host_.layers.size());
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const LayerWeights& w = host_.layers[l];
+    LayerBuffers& b = layers_[l];
+    const std::pair<const tensor::TensorView*, Buffer*> all[] = {
+        {&w.attn_norm, &b.attn_norm}, {&w.wq, &b.wq},         {&w.wk, &b.wk},         {&w.wv, &b.wv},
+        {&w.bq, &b.bq},               {&w.bk, &b.bk},         {&w.bv, &b.bv},         {&w.q_norm, &b.q_norm},
+        {&w.k_norm, &b.k_norm},       {&w.wo, &b.wo},         {&w.ffn_norm, &b.ffn_norm}, {&w.w_gate, &b.w_gate},
+        {&w.w_up, &b.w_up},           {&w.w_down, &b.w_down},
+    };
+    for (const auto& [view, buf] : all) {
+      KEEL_RETURN_IF_ERROR(up(*view, *buf).with_context(fmt::format("layer {}", l)));
+    }
+  }
+  return {};
+}
+
+Result<KvStorage> LlamaModel::make_kv_storage(int64_t n_slots) {
+  if (n_slots <= 0) return make_error(ErrorCode::kInvalidArgument, "KV storage needs n_slots > 0, got {}", n_slots);
+  KvStorage kv;
+  kv.n_slots = n_slots;
+  const auto shape = make_shape({n_slots, config_.n_kv_heads, config_.head_dim});
+  for (int64_t l = 0; l < config_.n_layers; ++l) {
+    kv.k.push_back(backend_->alloc(backend_->activation_dtype(), shape));
+    kv.v.push_back(backend_->alloc(backend_->activation_dtype(), shape));
+  }
+  return kv;
+}
+
+void LlamaModel::ensure_scratch(int64_t n, int64_t r) {
+  const tensor::DType dt = backend_->activation_dtype();
+  const ModelConfig& c = config_;
+  if (n > s_.cap_tokens) {
+    const int64_t cap = std::max(n, 2 * s_.cap_tokens);
+    auto mk = [&](int64_t width) { return backend_->alloc(dt, make_shape({cap, width})); };
+    s_.x = mk(c.d_model);
+    s_.h = mk(c.d_model);
+    if (c.qk_norm) {
+      s_.q_raw = mk(c.n_heads * c.head_dim);
+      s_.k_raw = mk(c.n_kv_heads * c.head_dim);
+    }
+    s_.q = mk(c.n_heads * c.head_dim);
+    s_.k = mk(c.n_kv_heads * c.head_dim);
+    s_.v = mk(c.n_kv_heads * c.head_dim);
+    s_.attn = mk(c.n_heads * c.head_dim);
+    s_.proj = mk(c.d_model);
+    s_.gate = mk(c.ffn_dim);
+    s_.up = mk(c.ffn_dim);
+    s_.act = mk(c.ffn_dim);
+    s_.cap_tokens = cap;
+  }
+  if (r > s_.cap_rows) {
+    const int64_t cap = std::max(r, 2 * s_.cap_rows);
+    s_.rows_x = backend_->alloc(dt, make_shape({cap, c.d_model}));
+    s_.rows_add = backend_->alloc(dt, make_shape({cap, c.d_model}));
+    s_.rows_h = backend_->alloc(dt, make_shape({cap, c.d_model}));
+    s_.logits = backend_->alloc(dt, make_shape({cap, c.vocab_size}));
+    s_.cap_rows = cap;
+  }
+}
+
+// h (normed) -> q, k, v (+bias, +q/k norm, RoPE) -> K/V into the pool -> attention -> o_proj into proj.
+void LlamaModel::run_attention(int l, const Batch& b, std::span<const backend::AttnSeq> seqs, KvStorage& kv,
+                               int64_t n) {
+  const ModelConfig& c = config_;
+  LayerBuffers& w = layers_[static_cast<size_t>(l)];
+  backend::Backend& be = *backend_;
+  Tensor h = act(s_.h, n);
+  Tensor q = act(s_.q, n), k = act(s_.k, n), v = act(s_.v, n);
+  auto bias = [](const Buffer& buf) { return buf.empty() ? nullptr : &buf.tensor(); };
+  if (c.qk_norm) {
+    Tensor q_raw = act(s_.q_raw, n), k_raw = act(s_.k_raw, n);
+    be.matmul(h, w.wq.tensor(), bias(w.bq), q_raw);
+    be.matmul(h, w.wk.tensor(), bias(w.bk), k_raw);
+    Tensor qh = q.reshaped(make_shape({n * c.n_heads, c.head_dim}));
+    Tensor kh = k.reshaped(make_shape({n * c.n_kv_heads, c.head_dim}));
+    be.rms_norm(q_raw.reshaped(qh.shape), w.q_norm.tensor(), c.rms_eps, qh);
+    be.rms_norm(k_raw.reshaped(kh.shape), w.k_norm.tensor(), c.rms_eps, kh);
+  } else {
+    be.matmul(h, w.wq.tensor(), bias(w.bq), q);
+    be.matmul(h, w.wk.tensor(), bias(w.bk), k);
+  }
+  be.matmul(h, w.wv.tensor(), bias(w.bv), v);
+  Tensor q3 = q.reshaped(make_shape({n, c.n_heads, c.head_dim}));
+  Tensor k3 = k.reshaped(make_shape({n, c.n_kv_heads, c.head_dim}));
+  Tensor v3 = v.reshaped(make_shape({n, c.n_kv_heads, c.head_dim}));
+  const backend::RopeParams rp{.style = c.rope.style,
+                               .rot_dims = static_cast<int>(c.head_dim),
+                               .inv_freq = rope_.inv_freq,
+                               .attn_factor = rope_.attn_factor};
+  be.rope(q3, b.positions, rp);
+  be.rope(k3, b.positions, rp);
+  dump("Qcur", l, q3);
+  dump("Kcur", l, k3);
+  dump("Vcur", l, v3);
+  be.write_kv(k3, v3, b.slots, kv.k[static_cast<size_t>(l)].tensor(), kv.v[static_cast<size_t>(l)].tensor());
+  Tensor o3 = act(s_.attn, n).reshaped(make_shape({n, c.n_heads, c.head_dim}));
+  const backend::AttentionParams ap{.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim)), .seqs = seqs};
+  be.attention(q3, kv.k[static_cast<size_t>(l)].tensor(), kv.v[static_cast<size_t>(l)].tensor(), ap, o3);
+  Tensor o = act(s_.attn, n);
+  dump("kqv_out", l, o);
+  Tensor proj = act(s_.proj, n);
+  be.matmul(o, w.wo.tensor(), nullptr, proj);
+  dump("attn_out", l, proj);
+}
+
+// h (normed) -> silu(gate) * up -> down into proj.
+void LlamaModel::run_mlp(int l, int64_t n) {
+  LayerBuffers& w = layers_[static_cast<size_t>(l)];
+  backend::Backend& be = *backend_;
+  Tensor h = act(s_.h, n), gate = act(s_.gate, n), upv = act(s_.up, n), a = act(s_.act, n);
+  be.matmul(h, w.w_gate.tensor(), nullptr, gate);
+  be.matmul(h, w.w_up.tensor(), nullptr, upv);
+  be.silu_mul(gate, upv, a);
+  dump("ffn_act", l, a);
+  Tensor proj = act(s_.proj, n);
+  be.matmul(a, w.w_down.tensor(), nullptr, proj);
+  dump("ffn_out", l, proj);
+}
+
+// Only the logit rows go through the last residual add, the final norm and the LM head.
+void LlamaModel::run_head(const Batch& b, int64_t n, std::span<float> logits) {
+  backend::Backend& be = *backend_;
+  const auto r = static_cast<int64_t>(b.logit_rows.size());
+  Tensor rx = act(s_.rows_x, r), ra = act(s_.rows_add, r), rh = act(s_.rows_h, r), lg = act(s_.logits, r);
+  be.gather_rows(act(s_.x, n), b.logit_rows, rx);
+  be.gather_rows(act(s_.proj, n), b.logit_rows, ra);
+  be.add_rms_norm(rx, ra, output_norm_.tensor(), config_.rms_eps, rh);
+  dump("result_norm", -1, rh);
+  be.matmul(rh, output_weight(), nullptr, lg);
+  dump("result_output", -1, lg);
+  be.copy_to_host(lg, logits);
+}
+
+Status LlamaModel::forward(const Batch& b, KvStorage& kv, std::span<float> logits) {
+  const ModelConfig& c = config_;
+  KEEL_RETURN_IF_ERROR(validate_batch(b, c.vocab_size, kv.n_slots));
+  if (static_cast<int64_t>(kv.k.size()) != c.n_layers || kv.v.size() != kv.k.size()) {
+    return make_error(ErrorCode::kInvalidArgument, "KV storage has {} layers, the model {}", kv.k.size(), c.n_layers);
+  }
+  if (logits.size() != b.logit_rows.size() * static_cast<size_t>(c.vocab_size)) {
+    return make_error(ErrorCode::kInvalidArgument, "logits span holds {} floats, {} rows x {} vocab needed",
+                      logits.size(), b.logit_rows.size(), c.vocab_size);
+  }
+  const int64_t n = b.n_tokens();
+  ensure_scratch(n, static_cast<int64_t>(b.logit_rows.size()));
+  std::vector<backend::AttnSeq> seqs;
+  seqs.reserve(b.seqs.size());
+  for (const BatchSeq& s : b.seqs) seqs.push_back({.q_begin = s.q_begin, .n_q = s.n_q, .ctx_slots = s.ctx_slots});
+
+  backend::Backend& be = *backend_;
+  Tensor x = act(s_.x, n), h = act(s_.h, n), proj = act(s_.proj, n);
+  be.embed(token_embd_.tensor(), b.tokens, x);
+  dump("inp_embd", -1, x);
+  for (int l = 0; l < c.n_layers; ++l) {
+    LayerBuffers& w = layers_[static_cast<size_t>(l)];
+    // The residual add of the previous block's MLP is fused into this block's first norm.
+    if (l == 0) {
+      be.rms_norm(x, w.attn_norm.tensor(), c.rms_eps, h);
+    } else {
+      be.add_rms_norm(x, proj, w.attn_norm.tensor(), c.rms_eps, h);
+    }
+    dump("attn_norm", l, h);
+    run_attention(l, b, seqs, kv, n);
+    be.add_rms_norm(x, proj, w.ffn_norm.tensor(), c.rms_eps, h);
+    dump("ffn_inp", l, x);
+    dump("ffn_norm", l, h);
+    run_mlp(l, n);
+  }
+  if (!b.logit_rows.empty()) run_head(b, n, logits);
+  be.synchronize();
+  return {};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Model>> create_llama_model(ModelConfig config, ModelWeights weights,
+                                                  std::unique_ptr<backend::Backend> backend,
+                                                  std::shared_ptr<const void> source) {
+  KEEL_CHECK(backend != nullptr);
+  KEEL_CHECK(static_cast<int64_t>(weights.layers.size()) == config.n_layers);
+  auto m = std::make_unique<LlamaModel>(std::move(config), std::move(weights), std::move(backend), std::move(source));
+  KEEL_RETURN_IF_ERROR(m->upload());
+  return std::unique_ptr<Model>(std::move(m));
+}
+
+}  // namespace keel::model

@@ -1,0 +1,78 @@
+// load_model: a GGUF file or an HF folder (config.json + safetensors, single or sharded) -> config,
+// named weights (memory-mapped views), backend, Llama-family model.
+#include <filesystem>
+#include <memory>
+#include <utility>
+
+#include "base/mapped_file.h"
+#include "format/gguf.h"
+#include "format/safetensors.h"
+#include "model/arch/llama.h"
+#include "model/config_gguf.h"
+#include "model/config_hf.h"
+#include "model/model.h"
+#include "model/weights.h"
+
+namespace keel::model {
+namespace {
+
+struct Loaded {
+  ModelConfig config;
+  ModelWeights weights;
+  std::shared_ptr<const void> source;  // keeps the mapped file(s) alive
+};
+
+Result<Loaded> load_gguf(const std::string& path) {
+  KEEL_ASSIGN_OR_RETURN(format::GgufFile file, format::GgufFile::open(path));
+  auto gguf = std::make_shared<const format::GgufFile>(std::move(file));
+  Loaded out;
+  KEEL_ASSIGN_OR_RETURN(out.config, config_from_gguf(*gguf));
+  TensorLookup lookup = [&gguf](std::string_view name) -> std::optional<tensor::TensorView> {
+    const format::GgufTensorInfo* info = gguf->find_tensor(name);
+    if (info == nullptr) return std::nullopt;
+    return gguf->tensor_view(*info);
+  };
+  KEEL_ASSIGN_OR_RETURN(out.weights, collect_weights(out.config, WeightNaming::kGguf, lookup));
+  out.source = gguf;
+  return out;
+}
+
+Result<Loaded> load_hf(const std::string& dir) {
+  const std::string config_path = (std::filesystem::path(dir) / "config.json").string();
+  KEEL_ASSIGN_OR_RETURN(std::string text, read_text_file(config_path));
+  Loaded out;
+  Result<ModelConfig> config = config_from_hf_json(text);
+  if (!config.ok()) return config.status().with_context(config_path);
+  out.config = std::move(config).value();
+  KEEL_ASSIGN_OR_RETURN(format::SafetensorsSet set, format::SafetensorsSet::open(dir));
+  auto st = std::make_shared<const format::SafetensorsSet>(std::move(set));
+  TensorLookup lookup = [&st](std::string_view name) -> std::optional<tensor::TensorView> {
+    const tensor::TensorView* v = st->find(name);
+    if (v == nullptr) return std::nullopt;
+    return *v;
+  };
+  KEEL_ASSIGN_OR_RETURN(out.weights, collect_weights(out.config, WeightNaming::kHf, lookup));
+  out.source = st;
+  return out;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Model>> load_model(const LoadOptions& opts) {
+  std::error_code ec;
+  const bool is_dir = std::filesystem::is_directory(opts.path, ec);
+  if (!is_dir && !std::filesystem::is_regular_file(opts.path, ec)) {
+    return make_error(ErrorCode::kNotFound, "model path '{}' does not exist", opts.path);
+  }
+  Result<Loaded> loaded = is_dir ? load_hf(opts.path) : load_gguf(opts.path);
+  if (!loaded.ok()) return loaded.status().with_context(fmt::format("loading {}", opts.path));
+  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<backend::Backend> be,
+                        backend::create_backend(opts.backend, opts.backend_options));
+  Loaded& l = loaded.value();
+  Result<std::unique_ptr<Model>> m =
+      create_llama_model(std::move(l.config), std::move(l.weights), std::move(be), std::move(l.source));
+  if (!m.ok()) return m.status().with_context(fmt::format("loading {}", opts.path));
+  return m;
+}
+
+}  // namespace keel::model
