@@ -85,11 +85,8 @@ void run_item(const OpContext& c, const Item& it, const AttnSeq& sq, const Tenso
           k.scale_f32(corr, a, dm.hd);
           mx[row] = m_new;
         }
-        for (int64_t j = j0; j < lim; ++j) {
-          const float p = std::exp(scores[j - j0] - m_new);
-          sum[row] += p;
-          k.axpy_f32(p, v_rows[j - j0], a, dm.hd);
-        }
+        sum[row] += k.exp_sub_sum_f32(scores, lim - j0, m_new);
+        for (int64_t j = j0; j < lim; ++j) k.axpy_f32(scores[j - j0], v_rows[j - j0], a, dm.hd);
       }
     }
   }

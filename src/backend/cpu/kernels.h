@@ -36,6 +36,7 @@ struct Kernels {
   void (*mul_scale_f32)(const float* x, const float* w, float s, float* y, int64_t n);
   void (*silu_mul_f32)(const float* g, const float* u, float* y, int64_t n);  // y = silu(g) * u
   void (*add_f32)(const float* a, const float* b, float* y, int64_t n);
+  float (*exp_sub_sum_f32)(float* s, int64_t n, float m);  // s[i] = exp(s[i] - m); returns the sum
   // Conversions and float-weight dots.
   void (*f16_to_f32)(const uint16_t* x, float* y, int64_t n);
   void (*f32_to_f16)(const float* x, uint16_t* y, int64_t n);

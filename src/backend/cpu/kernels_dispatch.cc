@@ -10,8 +10,8 @@ namespace keel::backend::cpu {
 
 #if KEEL_CPU_SIMD
 // Defined in kernels_avx2.cc / kernels_avx512.cc, which are compiled with their ISA's flags.
-extern const Kernels kAvx2Kernels;
-extern const Kernels kAvx512Kernels;
+const Kernels& avx2_table();
+const Kernels& avx512_table();
 #endif
 
 tensor::DType activation_format(tensor::DType weight) {
@@ -43,7 +43,7 @@ const Kernels* avx2_kernels() {
 #if KEEL_CPU_SIMD
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) {
-    return &kAvx2Kernels;
+    return &avx2_table();
   }
 #endif
   return nullptr;
@@ -53,8 +53,8 @@ const Kernels* avx512_kernels() {
 #if KEEL_CPU_SIMD
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("f16c") && __builtin_cpu_supports("fma")) {
-    return &kAvx512Kernels;
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("f16c") && __builtin_cpu_supports("fma")) {
+    return &avx512_table();
   }
 #endif
   return nullptr;

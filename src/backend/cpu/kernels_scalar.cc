@@ -34,6 +34,12 @@ void add_f32(const float* a, const float* b, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
 }
 
+float exp_sub_sum_f32(float* s, int64_t n, float m) {
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) sum += (s[i] = std::exp(s[i] - m));
+  return sum;
+}
+
 void f16_row_to_f32(const uint16_t* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = f16_to_f32(x[i]);
 }
@@ -190,6 +196,7 @@ const Kernels& scalar_kernels() {
       .mul_scale_f32 = mul_scale_f32,
       .silu_mul_f32 = silu_mul_f32,
       .add_f32 = add_f32,
+      .exp_sub_sum_f32 = exp_sub_sum_f32,
       .f16_to_f32 = f16_row_to_f32,
       .f32_to_f16 = f32_row_to_f16,
       .dot_f16_f32 = dot_f16_f32,
