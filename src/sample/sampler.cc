@@ -78,6 +78,21 @@ Status SamplingParams::validate() const {
   if (!(min_p >= 0.0f && min_p <= 1.0f)) {
     return make_error(ErrorCode::kInvalidArgument, "min_p must be in [0, 1], got {}", min_p);
   }
+  if (!(repetition_penalty > 0.0f && repetition_penalty <= 10.0f)) {
+    return make_error(ErrorCode::kInvalidArgument, "repetition_penalty must be in (0, 10], got {}", repetition_penalty);
+  }
+  if (!(frequency_penalty >= -2.0f && frequency_penalty <= 2.0f)) {
+    return make_error(ErrorCode::kInvalidArgument, "frequency_penalty must be in [-2, 2], got {}", frequency_penalty);
+  }
+  if (!(presence_penalty >= -2.0f && presence_penalty <= 2.0f)) {
+    return make_error(ErrorCode::kInvalidArgument, "presence_penalty must be in [-2, 2], got {}", presence_penalty);
+  }
+  for (const auto& [id, bias] : logit_bias) {
+    if (id < 0) return make_error(ErrorCode::kInvalidArgument, "logit_bias: token id {} is negative", id);
+    if (!(bias >= -100.0f && bias <= 100.0f)) {
+      return make_error(ErrorCode::kInvalidArgument, "logit_bias: bias for token {} must be in [-100, 100], got {}", id, bias);
+    }
+  }
   return {};
 }
 

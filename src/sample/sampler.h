@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -18,6 +19,11 @@ struct SamplingParams {
   float top_p = 1.0f;        // 1 = off
   float min_p = 0.0f;        // 0 = off
   uint64_t seed = 0;
+  // Logits processors (sample/logits_processors.h), applied before the filters above.
+  float repetition_penalty = 1.0f;  // HF-style, over prompt + output tokens; 1 = off
+  float frequency_penalty = 0.0f;   // OpenAI-style, over output tokens, per occurrence
+  float presence_penalty = 0.0f;    // OpenAI-style, over output tokens, once
+  std::vector<std::pair<int32_t, float>> logit_bias;  // token id -> bias added to its logit
 
   // Rejects out-of-range values with a message naming the field.
   Status validate() const;
