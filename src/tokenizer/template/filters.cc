@@ -1,0 +1,557 @@
+#include "tokenizer/template/filters.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+#include "tokenizer/template/evaluator.h"
+#include "tokenizer/template/is_tests.h"
+#include "tokenizer/template/json_dump.h"
+#include "tokenizer/template/py_text.h"
+
+namespace keel::tokenizer::jinja {
+namespace {
+
+// Positional-or-keyword parameters of one filter, as Python binds them.
+class Params {
+ public:
+  Params(const CallArgs& args, std::string_view filter, std::vector<std::string_view> names)
+      : args_(args), filter_(filter), names_(std::move(names)) {}
+
+  Status check() const {
+    if (args_.positional.size() > names_.size()) {
+      return make_error(ErrorCode::kInvalidArgument, "filter '{}' takes at most {} argument(s)", filter_,
+                        names_.size());
+    }
+    for (const auto& [name, value] : args_.keyword) {
+      if (std::find(names_.begin(), names_.end(), name) == names_.end()) {
+        return make_error(ErrorCode::kInvalidArgument, "filter '{}' got an unexpected keyword argument '{}'",
+                          filter_, name);
+      }
+    }
+    return Status::ok_status();
+  }
+
+  const Value* get(size_t i) const {
+    if (i < args_.positional.size()) return &args_.positional[i];
+    return args_.find_keyword(names_[i]);
+  }
+
+  Result<std::string> str(size_t i, std::string dflt) const {
+    const Value* v = get(i);
+    if (v == nullptr) return dflt;
+    return to_str(*v);
+  }
+
+  bool flag(size_t i, bool dflt) const {
+    const Value* v = get(i);
+    return v == nullptr ? dflt : v->truthy();
+  }
+
+ private:
+  const CallArgs& args_;
+  std::string_view filter_;
+  std::vector<std::string_view> names_;
+};
+
+Result<std::string> as_text(const Value& v) { return to_str(v); }
+
+// jinja2's make_attrgetter: "a.b.0" walks items/attributes.
+Result<Value> get_path(Interpreter& in, const Value& item, const std::string& path, int line) {
+  Value cur = item;
+  for (const std::string& part : py_split(path, ".", -1)) {
+    Value key = Value::string(part);
+    if (!part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      key = Value::integer(std::strtoll(part.c_str(), nullptr, 10));
+    }
+    KEEL_ASSIGN_OR_RETURN(cur, in.get_item(cur, key, line));
+  }
+  return cur;
+}
+
+Value lower_if(const Value& v, bool case_sensitive) {
+  if (!case_sensitive && v.is_string()) return Value::string(py_lower(v.as_string()));
+  return v;
+}
+
+Status sort_values(std::vector<std::pair<Value, Value>>& keyed, bool reverse) {
+  Status error;
+  std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& a, const auto& b) {
+    if (!error.ok()) return false;
+    auto lt = reverse ? less_than(b.first, a.first) : less_than(a.first, b.first);
+    if (!lt.ok()) {
+      error = lt.status();
+      return false;
+    }
+    return *lt;
+  });
+  return error;
+}
+
+Result<Value> filter_length(const Value& v) {
+  switch (v.kind()) {
+    case Kind::kUndefined: return Value::integer(0);
+    case Kind::kString: return Value::integer(static_cast<int64_t>(code_point_count(v.as_string())));
+    case Kind::kList:
+    case Kind::kTuple: return Value::integer(static_cast<int64_t>(v.as_list().size()));
+    case Kind::kDict: return Value::integer(static_cast<int64_t>(v.as_dict().items.size()));
+    default: return make_error(ErrorCode::kInvalidArgument, "object of type '{}' has no len()", v.type_name());
+  }
+}
+
+Result<Value> filter_tojson(const Value& v, const Params& p) {
+  JsonStyle style;
+  style.ensure_ascii = p.flag(0, false);
+  if (const Value* indent = p.get(1); indent != nullptr && !indent->is_none()) {
+    if (indent->is_string()) {
+      style.indent = indent->as_string();
+    } else if (indent->is_integral()) {
+      style.indent = std::string(static_cast<size_t>(std::max<int64_t>(0, std::min<int64_t>(indent->as_int(), 64))), ' ');
+    } else {
+      return make_error(ErrorCode::kInvalidArgument, "tojson: indent must be an int or a string");
+    }
+    style.item_separator = ",";
+  }
+  if (const Value* seps = p.get(2); seps != nullptr && !seps->is_none()) {
+    if (!seps->is_sequence() || seps->as_list().size() != 2 || !seps->as_list()[0].is_string() ||
+        !seps->as_list()[1].is_string()) {
+      return make_error(ErrorCode::kInvalidArgument, "tojson: separators must be a pair of strings");
+    }
+    style.item_separator = seps->as_list()[0].as_string();
+    style.key_separator = seps->as_list()[1].as_string();
+  }
+  style.sort_keys = p.flag(3, false);
+  KEEL_ASSIGN_OR_RETURN(std::string text, dump_json(v, style));
+  return Value::string(std::move(text));
+}
+
+Result<Value> filter_default(const Value& v, const Params& p) {
+  const bool use_default = v.is_undefined() || (p.flag(1, false) && !v.truthy());
+  if (!use_default) return v;
+  const Value* d = p.get(0);
+  return d == nullptr ? Value::string("") : *d;
+}
+
+Result<Value> filter_join(Interpreter& in, const Value& v, const Params& p, int line) {
+  KEEL_ASSIGN_OR_RETURN(List items, in.iterate(v, line));
+  KEEL_ASSIGN_OR_RETURN(std::string sep, p.str(0, ""));
+  const Value* attribute = p.get(1);
+  std::string out;
+  for (size_t k = 0; k < items.size(); ++k) {
+    Value item = items[k];
+    if (attribute != nullptr && !attribute->is_none()) {
+      KEEL_ASSIGN_OR_RETURN(std::string path, to_str(*attribute));
+      KEEL_ASSIGN_OR_RETURN(item, get_path(in, item, path, line));
+    }
+    KEEL_ASSIGN_OR_RETURN(std::string s, to_str(item));
+    if (k > 0) out += sep;
+    out += s;
+    KEEL_RETURN_IF_ERROR(in.charge_string(out.size()));
+  }
+  return Value::string(std::move(out));
+}
+
+// select/reject/selectattr/rejectattr.
+Result<Value> filter_select(Interpreter& in, const Value& v, const CallArgs& args, bool by_attr, bool keep,
+                            int line) {
+  KEEL_ASSIGN_OR_RETURN(List items, in.iterate(v, line));
+  size_t next = 0;
+  std::string attr;
+  if (by_attr) {
+    if (args.positional.empty() || !args.positional[0].is_string()) {
+      return make_error(ErrorCode::kInvalidArgument, "selectattr/rejectattr need an attribute name");
+    }
+    attr = args.positional[next++].as_string();
+  }
+  std::string test;
+  if (next < args.positional.size()) {
+    if (!args.positional[next].is_string()) return make_error(ErrorCode::kInvalidArgument, "test name must be a string");
+    test = args.positional[next++].as_string();
+    if (!is_known_test(test)) return make_error(ErrorCode::kUnsupported, "test '{}' is not supported", test);
+  }
+  CallArgs test_args;
+  test_args.positional.assign(args.positional.begin() + static_cast<std::ptrdiff_t>(next), args.positional.end());
+  test_args.keyword = args.keyword;
+  List out;
+  for (const Value& item : items) {
+    Value subject = item;
+    if (by_attr) {
+      KEEL_ASSIGN_OR_RETURN(subject, get_path(in, item, attr, line));
+    }
+    bool pass = subject.truthy();
+    if (!test.empty()) {
+      KEEL_ASSIGN_OR_RETURN(pass, apply_test(in, test, subject, test_args, line));
+    }
+    if (pass == keep) out.push_back(item);
+  }
+  return Value::list(std::move(out));
+}
+
+Result<Value> filter_map(Interpreter& in, const Value& v, const CallArgs& args, int line) {
+  KEEL_ASSIGN_OR_RETURN(List items, in.iterate(v, line));
+  List out;
+  if (const Value* attribute = args.find_keyword("attribute")) {
+    KEEL_ASSIGN_OR_RETURN(std::string path, to_str(*attribute));
+    const Value* dflt = args.find_keyword("default");
+    for (const Value& item : items) {
+      KEEL_ASSIGN_OR_RETURN(Value got, get_path(in, item, path, line));
+      out.push_back(got.is_undefined() && dflt != nullptr ? *dflt : got);
+    }
+    return Value::list(std::move(out));
+  }
+  if (args.positional.empty() || !args.positional[0].is_string()) {
+    return make_error(ErrorCode::kInvalidArgument, "map needs a filter name or attribute=");
+  }
+  const std::string name = args.positional[0].as_string();
+  if (!is_known_filter(name)) return make_error(ErrorCode::kUnsupported, "filter '{}' is not supported", name);
+  CallArgs rest;
+  rest.positional.assign(args.positional.begin() + 1, args.positional.end());
+  rest.keyword = args.keyword;
+  for (const Value& item : items) {
+    KEEL_ASSIGN_OR_RETURN(Value mapped, apply_filter(in, name, item, rest, line));
+    out.push_back(std::move(mapped));
+  }
+  return Value::list(std::move(out));
+}
+
+Result<Value> filter_dictsort(const Value& v, const Params& p) {
+  if (!v.is_dict()) return make_error(ErrorCode::kInvalidArgument, "dictsort expects a dict");
+  const bool case_sensitive = p.flag(0, false);
+  KEEL_ASSIGN_OR_RETURN(std::string by, p.str(1, "key"));
+  if (by != "key" && by != "value") {
+    return make_error(ErrorCode::kInvalidArgument, "You can only sort by either 'key' or 'value'");
+  }
+  std::vector<std::pair<Value, Value>> keyed;
+  for (const auto& [key, item] : v.as_dict().items) {
+    Value pair = Value::tuple({Value::string(key), item});
+    keyed.emplace_back(lower_if(by == "key" ? Value::string(key) : item, case_sensitive), std::move(pair));
+  }
+  KEEL_RETURN_IF_ERROR(sort_values(keyed, p.flag(2, false)));
+  List out;
+  for (auto& [key, pair] : keyed) out.push_back(std::move(pair));
+  return Value::list(std::move(out));
+}
+
+Result<Value> filter_sort(Interpreter& in, const Value& v, const Params& p, int line) {
+  KEEL_ASSIGN_OR_RETURN(List items, in.iterate(v, line));
+  const bool case_sensitive = p.flag(1, false);
+  const Value* attribute = p.get(2);
+  std::vector<std::pair<Value, Value>> keyed;
+  for (const Value& item : items) {
+    Value key = item;
+    if (attribute != nullptr && !attribute->is_none()) {
+      KEEL_ASSIGN_OR_RETURN(std::string path, to_str(*attribute));
+      KEEL_ASSIGN_OR_RETURN(key, get_path(in, item, path, line));
+    }
+    keyed.emplace_back(lower_if(key, case_sensitive), item);
+  }
+  KEEL_RETURN_IF_ERROR(sort_values(keyed, p.flag(0, false)));
+  List out;
+  for (auto& [key, item] : keyed) out.push_back(std::move(item));
+  return Value::list(std::move(out));
+}
+
+Result<Value> filter_unique(Interpreter& in, const Value& v, const Params& p, int line) {
+  KEEL_ASSIGN_OR_RETURN(List items, in.iterate(v, line));
+  const bool case_sensitive = p.flag(0, false);
+  List out;
+  List seen;
+  for (const Value& item : items) {
+    Value key = item;
+    if (const Value* attribute = p.get(1); attribute != nullptr && !attribute->is_none()) {
+      KEEL_ASSIGN_OR_RETURN(std::string path, to_str(*attribute));
+      KEEL_ASSIGN_OR_RETURN(key, get_path(in, item, path, line));
+    }
+    key = lower_if(key, case_sensitive);
+    if (std::any_of(seen.begin(), seen.end(), [&](const Value& s) { return s.equals(key); })) continue;
+    seen.push_back(key);
+    out.push_back(item);
+  }
+  return Value::list(std::move(out));
+}
+
+Result<Value> filter_int(const Value& v, const Params& p) {
+  const Value* dflt = p.get(0);
+  const Value fallback = dflt ? *dflt : Value::integer(0);
+  if (v.is_integral()) return Value::integer(v.as_int());
+  if (v.kind() == Kind::kFloat) {
+    if (!std::isfinite(v.as_double()) || std::fabs(v.as_double()) >= 9.2e18) return fallback;
+    return Value::integer(static_cast<int64_t>(v.as_double()));
+  }
+  if (!v.is_string()) return fallback;
+  const std::string s(py_strip(v.as_string(), true, true));
+  const int base = p.get(1) && p.get(1)->is_integral() ? static_cast<int>(p.get(1)->as_int()) : 10;
+  if (s.empty()) return fallback;
+  char* end = nullptr;
+  errno = 0;
+  const long long i = std::strtoll(s.c_str(), &end, base);
+  if (errno == 0 && end == s.c_str() + s.size()) return Value::integer(i);
+  const double d = std::strtod(s.c_str(), &end);
+  if (end == s.c_str() + s.size() && std::isfinite(d) && std::fabs(d) < 9.2e18) {
+    return Value::integer(static_cast<int64_t>(d));
+  }
+  return fallback;
+}
+
+Result<Value> filter_float(const Value& v, const Params& p) {
+  const Value* dflt = p.get(0);
+  const Value fallback = dflt ? *dflt : Value::number(0.0);
+  if (v.is_numeric()) return Value::number(v.as_double());
+  if (!v.is_string()) return fallback;
+  const std::string s(py_strip(v.as_string(), true, true));
+  char* end = nullptr;
+  const double d = std::strtod(s.c_str(), &end);
+  if (s.empty() || end != s.c_str() + s.size()) return fallback;
+  return Value::number(d);
+}
+
+Result<Value> filter_round(const Value& v, const Params& p) {
+  const int64_t precision = p.get(0) && p.get(0)->is_integral() ? p.get(0)->as_int() : 0;
+  KEEL_ASSIGN_OR_RETURN(std::string method, p.str(1, "common"));
+  if (!v.is_numeric()) return make_error(ErrorCode::kInvalidArgument, "round expects a number");
+  if (precision < 0 || precision > 17) return make_error(ErrorCode::kUnsupported, "round precision {}", precision);
+  const double x = v.as_double();
+  if (method == "common") {
+    if (v.is_integral()) return Value::integer(v.as_int());
+    char buf[400];
+    std::snprintf(buf, sizeof(buf), "%.*f", static_cast<int>(precision), x);
+    return Value::number(std::strtod(buf, nullptr));
+  }
+  if (method != "ceil" && method != "floor") {
+    return make_error(ErrorCode::kInvalidArgument, "method must be common, ceil or floor");
+  }
+  const double scale = std::pow(10.0, static_cast<double>(precision));
+  const double r = method == "ceil" ? std::ceil(x * scale) : std::floor(x * scale);
+  return Value::number(r / scale);
+}
+
+Result<Value> filter_indent(const Value& v, const Params& p) {
+  KEEL_ASSIGN_OR_RETURN(std::string s, to_str(v));
+  std::string indention(4, ' ');
+  if (const Value* w = p.get(0)) {
+    if (w->is_string()) {
+      indention = w->as_string();
+    } else if (w->is_integral()) {
+      indention.assign(static_cast<size_t>(std::clamp<int64_t>(w->as_int(), 0, 1024)), ' ');
+    }
+  }
+  s += "\n";  // jinja2 appends a newline so that splitlines keeps a trailing empty line
+  std::vector<std::string> lines = py_splitlines(s);
+  std::string out;
+  if (p.flag(2, false)) {
+    for (size_t k = 0; k < lines.size(); ++k) out += (k ? "\n" + indention : "") + lines[k];
+  } else {
+    out = lines.empty() ? "" : lines[0];
+    for (size_t k = 1; k < lines.size(); ++k) out += "\n" + (lines[k].empty() ? "" : indention) + lines[k];
+  }
+  if (p.flag(1, false)) out = indention + out;
+  return Value::string(std::move(out));
+}
+
+Result<Value> filter_minmax(Interpreter& in, const Value& v, const Params& p, bool want_max, int line) {
+  KEEL_ASSIGN_OR_RETURN(List items, in.iterate(v, line));
+  if (items.empty()) return Value::undefined("No aggregated item, sequence was empty.");
+  const bool case_sensitive = p.flag(0, false);
+  size_t best = 0;
+  for (size_t k = 1; k < items.size(); ++k) {
+    Value a = lower_if(items[k], case_sensitive);
+    Value b = lower_if(items[best], case_sensitive);
+    KEEL_ASSIGN_OR_RETURN(bool lt, want_max ? less_than(b, a) : less_than(a, b));
+    if (lt) best = k;
+  }
+  return items[best];
+}
+
+std::string html_escape(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&#34;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out.push_back(c);
+    }
+  }
+  return out;
+}
+
+constexpr std::string_view kFilters[] = {
+    "abs",    "attr",   "capitalize", "count", "d",       "default", "dictsort", "e",        "escape",
+    "first",  "float",  "indent",     "int",   "items",   "join",    "last",     "length",   "list",
+    "lower",  "map",    "max",        "min",   "reject",  "rejectattr", "replace", "reverse", "round",
+    "safe",   "select", "selectattr", "sort",  "string",  "sum",     "title",    "tojson",   "trim",
+    "unique", "upper",  "wordcount",
+};
+
+}  // namespace
+
+bool is_known_filter(std::string_view name) {
+  return std::find(std::begin(kFilters), std::end(kFilters), name) != std::end(kFilters);
+}
+
+Result<Value> apply_filter(Interpreter& in, std::string_view name, const Value& v, const CallArgs& args, int line) {
+  auto params = [&](std::vector<std::string_view> names) -> Result<Params> {
+    Params p(args, name, std::move(names));
+    KEEL_RETURN_IF_ERROR(p.check());
+    return p;
+  };
+  auto text_filter = [&](auto fn) -> Result<Value> {
+    KEEL_ASSIGN_OR_RETURN(Params p, params({}));
+    KEEL_ASSIGN_OR_RETURN(std::string s, as_text(v));
+    return Value::string(fn(s));
+  };
+  if (name == "tojson") {
+    KEEL_ASSIGN_OR_RETURN(Params p, params({"ensure_ascii", "indent", "separators", "sort_keys"}));
+    return filter_tojson(v, p);
+  }
+  if (name == "length" || name == "count") return filter_length(v);
+  if (name == "trim") {
+    KEEL_ASSIGN_OR_RETURN(Params p, params({"chars"}));
+    KEEL_ASSIGN_OR_RETURN(std::string s, as_text(v));
+    const Value* chars = p.get(0);
+    if (chars == nullptr || chars->is_none()) return Value::string(std::string(py_strip(s, true, true)));
+    KEEL_ASSIGN_OR_RETURN(std::string cs, to_str(*chars));
+    return Value::string(std::string(py_strip_chars(s, cs, true, true)));
+  }
+  if (name == "string" || name == "safe") {
+    if (name == "safe" && v.is_string()) return v;
+    KEEL_ASSIGN_OR_RETURN(std::string s, as_text(v));
+    return Value::string(std::move(s));
+  }
+  if (name == "default" || name == "d") {
+    KEEL_ASSIGN_OR_RETURN(Params p, params({"default_value", "boolean"}));
+    return filter_default(v, p);
+  }
+  if (name == "join") {
+    KEEL_ASSIGN_OR_RETURN(Params p, params({"d", "attribute"}));
+    return filter_join(in, v, p, line);
+  }
+  if (name == "upper") return text_filter([](const std::string& s) { return py_upper(s); });
+  if (name == "lower") return text_filter([](const std::string& s) { return py_lower(s); });
+  if (name == "capitalize") return text_filter([](const std::string& s) { return py_capitalize(s); });
+  if (name == "title") return text_filter([](const std::string& s) { return py_title(s); });
+  if (name == "e" || name == "escape") return text_filter([](const std::string& s) { return html_escape(s); });
+  if (name == "wordcount") {
+    KEEL_ASSIGN_OR_RETURN(std::string s, as_text(v));
+    return Value::integer(static_cast<int64_t>(py_split_whitespace(s, -1).size()));
+  }
+  if (name == "replace") {
+    KEEL_ASSIGN_OR_RETURN(Params p, params({"old", "new", "count"}));
+    KEEL_ASSIGN_OR_RETURN(std::string s, as_text(v));
+    if (!p.get(0) || !p.get(1)) return make_error(ErrorCode::kInvalidArgument, "replace needs old and new");
+    KEEL_ASSIGN_OR_RETURN(std::string old_s, to_str(*p.get(0)));
+    KEEL_ASSIGN_OR_RETURN(std::string new_s, to_str(*p.get(1)));
+    const int64_t count = p.get(2) && p.get(2)->is_integral() ? p.get(2)->as_int() : -1;
+    std::string out = py_replace(s, old_s, new_s, count);
+    KEEL_RETURN_IF_ERROR(in.charge_string(out.size()));
+    return Value::string(std::move(out));
+  }
+  if (name == "items") {
+    if (v.is_undefined()) return Value::list({});
+    if (!v.is_dict()) return make_error(ErrorCode::kInvalidArgument, "items filter expects a mapping");
+    List out;
+    for (const auto& [key, item] : v.as_dict().items) out.push_back(Value::tuple({Value::string(key), item}));
+    return Value::list(std::move(out));
+  }
+  if (name == "list") {
+    KEEL_ASSIGN_OR_RETURN(List items, in.iterate(v, line));
+    return Value::list(std::move(items));
+  }
+  if (name == "first" || name == "last") {
+    KEEL_ASSIGN_OR_RETURN(List items, in.iterate(v, line));
+    if (items.empty()) return Value::undefined(fmt::format("No {} item, sequence was empty.", name));
+    return name == "first" ? items.front() : items.back();
+  }
+  if (name == "reverse") {
+    if (v.is_string()) {
+      KEEL_ASSIGN_OR_RETURN(List chars, in.iterate(v, line));
+      std::string out;
+      for (auto it = chars.rbegin(); it != chars.rend(); ++it) out += it->as_string();
+      return Value::string(std::move(out));
+    }
+    KEEL_ASSIGN_OR_RETURN(List items, in.iterate(v, line));
+    std::reverse(items.begin(), items.end());
+    return Value::list(std::move(items));
+  }
+  if (name == "select" || name == "reject") return filter_select(in, v, args, false, name == "select", line);
+  if (name == "selectattr" || name == "rejectattr") {
+    return filter_select(in, v, args, true, name == "selectattr", line);
+  }
+  if (name == "map") return filter_map(in, v, args, line);
+  if (name == "dictsort") {
+    KEEL_ASSIGN_OR_RETURN(Params p, params({"case_sensitive", "by", "reverse"}));
+    return filter_dictsort(v, p);
+  }
+  if (name == "sort") {
+    KEEL_ASSIGN_OR_RETURN(Params p, params({"reverse", "case_sensitive", "attribute"}));
+    return filter_sort(in, v, p, line);
+  }
+  if (name == "unique") {
+    KEEL_ASSIGN_OR_RETURN(Params p, params({"case_sensitive", "attribute"}));
+    return filter_unique(in, v, p, line);
+  }
+  if (name == "min" || name == "max") {
+    KEEL_ASSIGN_OR_RETURN(Params p, params({"case_sensitive"}));
+    return filter_minmax(in, v, p, name == "max", line);
+  }
+  if (name == "int") {
+    KEEL_ASSIGN_OR_RETURN(Params p, params({"default", "base"}));
+    return filter_int(v, p);
+  }
+  if (name == "float") {
+    KEEL_ASSIGN_OR_RETURN(Params p, params({"default"}));
+    return filter_float(v, p);
+  }
+  if (name == "round") {
+    KEEL_ASSIGN_OR_RETURN(Params p, params({"precision", "method"}));
+    return filter_round(v, p);
+  }
+  if (name == "abs") {
+    if (v.is_integral()) {
+      if (v.as_int() == INT64_MIN) return make_error(ErrorCode::kOutOfRange, "integer overflow");
+      return Value::integer(v.as_int() < 0 ? -v.as_int() : v.as_int());
+    }
+    if (v.kind() == Kind::kFloat) return Value::number(std::fabs(v.as_double()));
+    return make_error(ErrorCode::kInvalidArgument, "bad operand type for abs(): '{}'", v.type_name());
+  }
+  if (name == "sum") {
+    KEEL_ASSIGN_OR_RETURN(Params p, params({"attribute", "start"}));
+    KEEL_ASSIGN_OR_RETURN(List items, in.iterate(v, line));
+    Value total = p.get(1) ? *p.get(1) : Value::integer(0);
+    for (const Value& item : items) {
+      Value x = item;
+      if (const Value* attribute = p.get(0); attribute != nullptr && !attribute->is_none()) {
+        KEEL_ASSIGN_OR_RETURN(std::string path, to_str(*attribute));
+        KEEL_ASSIGN_OR_RETURN(x, get_path(in, item, path, line));
+      }
+      if (!x.is_numeric() || !total.is_numeric()) {
+        return make_error(ErrorCode::kInvalidArgument, "sum: unsupported operand types");
+      }
+      if (x.is_integral() && total.is_integral()) {
+        int64_t r = 0;
+        if (__builtin_add_overflow(total.as_int(), x.as_int(), &r)) {
+          return make_error(ErrorCode::kOutOfRange, "integer overflow");
+        }
+        total = Value::integer(r);
+      } else {
+        total = Value::number(total.as_double() + x.as_double());
+      }
+    }
+    return total;
+  }
+  if (name == "indent") {
+    KEEL_ASSIGN_OR_RETURN(Params p, params({"width", "first", "blank"}));
+    return filter_indent(v, p);
+  }
+  if (name == "attr") {
+    KEEL_ASSIGN_OR_RETURN(Params p, params({"name"}));
+    KEEL_ASSIGN_OR_RETURN(std::string attr, p.str(0, ""));
+    return in.get_attr(v, attr, line);
+  }
+  return make_error(ErrorCode::kUnsupported, "filter '{}' is not supported", name);
+}
+
+}  // namespace keel::tokenizer::jinja
