@@ -44,6 +44,8 @@ inline size_t row_size_bytes(DType t, int64_t n) {
 
 // GGUF's ggml_type numbering (ggml.h); nullopt for types keel does not read.
 std::optional<DType> dtype_from_ggml_type(uint32_t ggml_type);
+// ggml's name for a ggml_type id ("q5_K", "iq4_xs"), or "unknown" past the known ids; for errors.
+std::string_view ggml_type_name(uint32_t ggml_type);
 // safetensors dtype strings ("F32", "F16", "BF16", "F8_E4M3", "I32").
 std::optional<DType> dtype_from_safetensors(std::string_view name);
 
