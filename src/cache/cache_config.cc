@@ -14,12 +14,10 @@ Status CacheConfig::validate() const {
     return make_error(ErrorCode::kInvalidArgument, "kv_tokens must be in [0, {}], got {}", kMaxSlots, kv_tokens);
   }
   if (!(kv_memory_fraction > 0.0 && kv_memory_fraction <= 1.0)) {
-    return make_error(ErrorCode::kInvalidArgument, "kv_memory_fraction must be in (0, 1], got {}",
-                      kv_memory_fraction);
+    return make_error(ErrorCode::kInvalidArgument, "kv_memory_fraction must be in (0, 1], got {}", kv_memory_fraction);
   }
   if (event_queue_capacity < 0) {
-    return make_error(ErrorCode::kInvalidArgument, "event_queue_capacity must be >= 0, got {}",
-                      event_queue_capacity);
+    return make_error(ErrorCode::kInvalidArgument, "event_queue_capacity must be >= 0, got {}", event_queue_capacity);
   }
   return Status::ok_status();
 }
@@ -33,8 +31,8 @@ Result<int64_t> CacheConfig::resolve_kv_slots(int64_t free_memory_bytes, int64_t
   if (kv_tokens > 0) {
     // Compare in tokens so the product cannot overflow.
     if (kv_tokens > free_memory_bytes / kv_bytes_per_token) {
-      return make_error(ErrorCode::kResourceExhausted,
-                        "kv_tokens {} needs {:.2f} GiB of KV memory, {:.2f} GiB free", kv_tokens,
+      return make_error(ErrorCode::kResourceExhausted, "kv_tokens {} needs {:.2f} GiB of KV memory, {:.2f} GiB free",
+                        kv_tokens,
                         static_cast<double>(kv_tokens) * static_cast<double>(kv_bytes_per_token) / 1073741824.0,
                         static_cast<double>(free_memory_bytes) / 1073741824.0);
     }

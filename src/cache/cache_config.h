@@ -11,9 +11,9 @@
 namespace keel::cache {
 
 struct CacheConfig {
-  int64_t kv_tokens = 0;               // pool size in tokens; 0 = size it from kv_memory_fraction
-  double kv_memory_fraction = 0.85;    // of the memory left after weights, used when kv_tokens == 0
-  int64_t event_queue_capacity = 4096; // change-feed events kept for the router feed; 0 = feed off
+  int64_t kv_tokens = 0;                // pool size in tokens; 0 = size it from kv_memory_fraction
+  double kv_memory_fraction = 0.85;     // of the memory left after weights, used when kv_tokens == 0
+  int64_t event_queue_capacity = 4096;  // change-feed events kept for the router feed; 0 = feed off
 
   // Rejects out-of-range values with a message naming the field.
   Status validate() const;

@@ -17,7 +17,7 @@ enum class CacheEventKind { kStored, kRemoved };
 
 // Tokens prefix[prefix_len - tokens.size(), prefix_len) of one cached prefix.
 struct CacheEvent {
-  uint64_t seq = 0;             // 1, 2, 3, ... in change order (snapshot events carry the snapshot's seq)
+  uint64_t seq = 0;  // 1, 2, 3, ... in change order (snapshot events carry the snapshot's seq)
   CacheEventKind kind = CacheEventKind::kStored;
   uint64_t parent_hash = 0;     // hash of prefix[0, prefix_len - tokens.size())
   uint64_t hash = 0;            // hash of prefix[0, prefix_len)

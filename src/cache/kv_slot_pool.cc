@@ -12,8 +12,7 @@ void append_slot_indices(std::span<const SlotId> slots, std::vector<int32_t>& ou
 }
 
 KvSlotPool::KvSlotPool(int64_t n_slots) {
-  KEEL_CHECK(n_slots > 0 && n_slots <= std::numeric_limits<int32_t>::max(), "KV pool size {} out of range",
-             n_slots);
+  KEEL_CHECK(n_slots > 0 && n_slots <= std::numeric_limits<int32_t>::max(), "KV pool size {} out of range", n_slots);
   in_use_.assign(static_cast<size_t>(n_slots), 0);
   free_.reserve(static_cast<size_t>(n_slots));
   // Pushed in reverse so the first allocation gets slots 0, 1, 2, ...: contiguous rows while the pool

@@ -44,8 +44,8 @@ class KvSlotPool {
   bool is_used(SlotId slot) const;
 
  private:
-  std::vector<SlotId> free_;    // stack of free slots; the top is handed out first
-  std::vector<uint8_t> in_use_; // [n_slots] 1 while handed out
+  std::vector<SlotId> free_;     // stack of free slots; the top is handed out first
+  std::vector<uint8_t> in_use_;  // [n_slots] 1 while handed out
 };
 
 }  // namespace keel::cache

@@ -91,8 +91,7 @@ Status RadixTree::check_invariants() const {
   }
   auto n_in_lru = std::count_if(nodes_.begin(), nodes_.end(), [](const Node& n) { return n.in_lru; });
   if (n_in_lru != static_cast<int64_t>(lru_leaves_.size())) {
-    return make_error(ErrorCode::kInternal, "LRU set holds {} entries, {} nodes flagged", lru_leaves_.size(),
-                      n_in_lru);
+    return make_error(ErrorCode::kInternal, "LRU set holds {} entries, {} nodes flagged", lru_leaves_.size(), n_in_lru);
   }
   return Status::ok_status();
 }

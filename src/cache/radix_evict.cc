@@ -10,8 +10,7 @@ int64_t RadixTree::evict(int64_t n_slots, std::vector<SlotId>& out) {
     int32_t index = lru_leaves_.begin()->second;
     lru_erase(index);
     Node& n = nodes_[index];
-    KEEL_CHECK(n.lock_ref == 0 && n.children.empty(), "radix node {} in the LRU set is not an evictable leaf",
-               index);
+    KEEL_CHECK(n.lock_ref == 0 && n.children.empty(), "radix node {} in the LRU set is not an evictable leaf", index);
     auto size = static_cast<int64_t>(n.tokens.size());
     out.insert(out.end(), n.slots.begin(), n.slots.end());
     n_freed += size;

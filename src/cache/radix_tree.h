@@ -90,7 +90,7 @@ class RadixTree {
   int64_t n_cached_tokens() const { return n_cached_; }
   int64_t n_evictable_tokens() const { return n_evictable_; }  // cached tokens in unlocked nodes
   int64_t n_locked_tokens() const { return n_cached_ - n_evictable_; }
-  int64_t n_nodes() const;                                      // live nodes, root included
+  int64_t n_nodes() const;  // live nodes, root included
   const RadixStats& stats() const { return stats_; }
 
   bool is_live(NodeId node) const;
@@ -108,17 +108,17 @@ class RadixTree {
 
  private:
   struct Node {
-    std::vector<int32_t> tokens;                   // [n] the edge's tokens, following the parent's end
-    std::vector<SlotId> slots;                     // [n] their KV slots
-    std::unordered_map<int32_t, int32_t> children; // first edge token -> node index
+    std::vector<int32_t> tokens;                    // [n] the edge's tokens, following the parent's end
+    std::vector<SlotId> slots;                      // [n] their KV slots
+    std::unordered_map<int32_t, int32_t> children;  // first edge token -> node index
     int32_t parent = -1;
     uint32_t generation = 0;
     int32_t lock_ref = 0;
-    int64_t depth = 0;        // prefix length at the node's end
-    uint64_t hash = 0;        // prefix hash at the node's end (prefix_hash.h)
-    uint64_t last_access = 0; // clock_ value of the last match/insert through this node
+    int64_t depth = 0;         // prefix length at the node's end
+    uint64_t hash = 0;         // prefix hash at the node's end (prefix_hash.h)
+    uint64_t last_access = 0;  // clock_ value of the last match/insert through this node
     bool live = false;
-    bool in_lru = false;      // member of lru_leaves_
+    bool in_lru = false;  // member of lru_leaves_
   };
 
   int32_t checked_index(NodeId node) const;
@@ -132,9 +132,9 @@ class RadixTree {
   void lru_update(int32_t index);
   Status check_node(int32_t index, std::vector<uint8_t>& slot_seen, int64_t& n_tokens, int64_t& n_unlocked) const;
 
-  std::vector<Node> nodes_;                           // [0] is the root
-  std::vector<int32_t> free_nodes_;                   // indices of deleted nodes, reused first
-  std::set<std::pair<uint64_t, int32_t>> lru_leaves_; // (last_access, index) of evictable leaves
+  std::vector<Node> nodes_;                            // [0] is the root
+  std::vector<int32_t> free_nodes_;                    // indices of deleted nodes, reused first
+  std::set<std::pair<uint64_t, int32_t>> lru_leaves_;  // (last_access, index) of evictable leaves
   uint64_t clock_ = 0;
   int64_t n_cached_ = 0;
   int64_t n_evictable_ = 0;

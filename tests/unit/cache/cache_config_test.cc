@@ -35,8 +35,7 @@ TEST(CacheConfig, ResolveRejectsWhatDoesNotFit) {
   EXPECT_TRUE(CacheConfig{.kv_tokens = 1000}.resolve_kv_slots(1000 * 64, 64).ok());
   EXPECT_EQ(CacheConfig{}.resolve_kv_slots(10, 64).status().code(), ErrorCode::kResourceExhausted);
   EXPECT_EQ(CacheConfig{}.resolve_kv_slots(1 << 20, 0).status().code(), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(CacheConfig{.kv_tokens = -5}.resolve_kv_slots(1 << 20, 64).status().code(),
-            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(CacheConfig{.kv_tokens = -5}.resolve_kv_slots(1 << 20, 64).status().code(), ErrorCode::kInvalidArgument);
   // Huge memory caps at the largest slot index.
   auto capped = CacheConfig{.kv_memory_fraction = 1.0}.resolve_kv_slots(int64_t{1} << 50, 2);
   ASSERT_TRUE(capped.ok());

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "unit/cache/cache_test_util.h"
+
 namespace keel::cache {
 namespace {
 

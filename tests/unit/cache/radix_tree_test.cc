@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "cache/prefix_hash.h"
+#include "unit/cache/cache_test_util.h"
 
 namespace keel::cache {
 namespace {
@@ -143,9 +144,9 @@ TEST_F(RadixTreeTest, SamplesOfOneRequestShareThePrompt) {
 
 TEST_F(RadixTreeTest, LockedNodesAndTheirAncestorsAreNeverEvicted) {
   InsertResult a = cache(Tokens{1, 2, 3, 4});
-  tree_.match(Tokens{1, 2});                  // split: [1 2] -> [3 4]
-  InsertResult b = cache(Tokens{1, 2, 9});    // unlocked sibling leaf
-  cache(Tokens{5, 6});                        // unlocked elsewhere
+  tree_.match(Tokens{1, 2});                // split: [1 2] -> [3 4]
+  InsertResult b = cache(Tokens{1, 2, 9});  // unlocked sibling leaf
+  cache(Tokens{5, 6});                      // unlocked elsewhere
   tree_.lock(a.node);
   EXPECT_EQ(tree_.lock_ref(a.node), 1);
   EXPECT_EQ(tree_.lock_ref(tree_.match(Tokens{1, 2}).node), 1);
