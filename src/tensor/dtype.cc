@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include "tensor/blocks.h"
+
 namespace keel::tensor {
 namespace {
 
@@ -9,15 +11,18 @@ constexpr std::array<DTypeInfo, 11> kInfos = {{
     {"f32", 1, 4, false},
     {"f16", 1, 2, false},
     {"bf16", 1, 2, false},
-    {"q4_0", 32, 2 + 16, true},
-    {"q4_1", 32, 2 + 2 + 16, true},
-    {"q8_0", 32, 2 + 32, true},
-    {"q4_k", 256, 2 + 2 + 12 + 128, true},
-    {"q6_k", 256, 128 + 64 + 16 + 2, true},
-    {"q8_k", 256, 4 + 256 + 2 * 16, true},
+    {"q4_0", kQK4_0, sizeof(BlockQ4_0), true},
+    {"q4_1", kQK4_0, sizeof(BlockQ4_1), true},
+    {"q8_0", kQK8_0, sizeof(BlockQ8_0), true},
+    {"q4_k", kQK_K, sizeof(BlockQ4_K), true},
+    {"q6_k", kQK_K, sizeof(BlockQ6_K), true},
+    {"q8_k", kQK_K, sizeof(BlockQ8_K), true},
     {"f8_e4m3", 1, 1, false},
     {"i32", 1, 4, false},
 }};
+static_assert(kInfos[static_cast<size_t>(DType::kQ4_K)].name == "q4_k");
+static_assert(kInfos[static_cast<size_t>(DType::kQ8_K)].block_bytes == 292);
+static_assert(kInfos[static_cast<size_t>(DType::kI32)].name == "i32" && kInfos.size() == 11);
 
 }  // namespace
 
