@@ -245,7 +245,10 @@ Result<Value> Interpreter::eval_binary(const Expr& e) {
   const bool nums = a.is_numeric() && b.is_numeric();
   int64_t r = 0;
   if (op == "+") {
-    if (ints) return int_result(__builtin_add_overflow(a.as_int(), b.as_int(), &r), r, line);
+    if (ints) {
+      const bool overflow = __builtin_add_overflow(a.as_int(), b.as_int(), &r);
+      return int_result(overflow, r, line);
+    }
     if (nums) return Value::number(a.as_double() + b.as_double());
     if (a.is_string() && b.is_string()) {
       KEEL_RETURN_IF_ERROR(at_line(charge_string(a.as_string().size() + b.as_string().size()), line));
@@ -260,12 +263,18 @@ Result<Value> Interpreter::eval_binary(const Expr& e) {
     return type_error(line, "+", a, b);
   }
   if (op == "-") {
-    if (ints) return int_result(__builtin_sub_overflow(a.as_int(), b.as_int(), &r), r, line);
+    if (ints) {
+      const bool overflow = __builtin_sub_overflow(a.as_int(), b.as_int(), &r);
+      return int_result(overflow, r, line);
+    }
     if (nums) return Value::number(a.as_double() - b.as_double());
     return type_error(line, "-", a, b);
   }
   if (op == "*") {
-    if (ints) return int_result(__builtin_mul_overflow(a.as_int(), b.as_int(), &r), r, line);
+    if (ints) {
+      const bool overflow = __builtin_mul_overflow(a.as_int(), b.as_int(), &r);
+      return int_result(overflow, r, line);
+    }
     if (nums) return Value::number(a.as_double() * b.as_double());
     const Value& seq = b.is_integral() ? a : b;
     const Value& count = b.is_integral() ? b : a;
