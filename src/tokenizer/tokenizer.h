@@ -24,6 +24,19 @@ enum class Algorithm { kByteLevelBpe, kSentencePieceBpe };
 // GGUF's token_type numbering.
 enum class TokenType : uint8_t { kUndefined = 0, kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6 };
 
+// One pre-tokenizer step: split every piece on the regex's matches, keeping matches and the text
+// between them as pieces (HF's Split(behavior="isolated"); Digits is "\\p{N}" or "\\p{N}+").
+struct PreTokenizeStep {
+  std::string regex;
+};
+
+// An added token's whitespace handling from tokenizer.json (GGUF has none).
+struct AddedTokenStrip {
+  int32_t id = -1;
+  bool lstrip = false;  // absorb white space before the token
+  bool rstrip = false;  // absorb white space after it
+};
+
 struct VocabSpec {
   Algorithm algorithm = Algorithm::kByteLevelBpe;
   std::string pre_tokenizer;          // GGUF tokenizer.ggml.pre name: "llama-bpe", "qwen2", "smollm", "gpt-2", ...
@@ -40,6 +53,16 @@ struct VocabSpec {
   bool add_eos = false;
   bool add_space_prefix = false;      // SPM: prepend U+2581 to the text
   std::string chat_template;          // Jinja source, if the file carries one
+
+  // Details a tokenizer.json states and GGUF implies (from_gguf derives them from the pre name).
+  std::vector<PreTokenizeStep> pre_steps;  // when non-empty, used instead of `pre_tokenizer`
+  bool ignore_merges = false;              // BPE: a pre-token already in the vocab is one token (Llama 3)
+  bool space_prefix_every_segment = false; // SPM: HF's Prepend normalizer (every text segment gets U+2581)
+                                           // instead of Metaspace prepend_scheme="first"
+  bool spm_split_on_space = false;         // SPM: Metaspace split=true (words start at each U+2581)
+  bool byte_fallback = true;               // SPM: unknown characters become <0xXX> tokens
+  int32_t decode_strip_leading_spaces = 0; // SPM decode: spaces stripped from the start (HF Strip decoder)
+  std::vector<AddedTokenStrip> added_strips;
 };
 
 struct EncodeOptions {
@@ -57,9 +80,11 @@ class Tokenizer {
 
   virtual ~Tokenizer() = default;
 
+  // Invalid UTF-8 in `text` is first replaced by U+FFFD (utf8_lossy): HF only sees text as str.
   virtual std::vector<int32_t> encode(std::string_view text, const EncodeOptions& opts) const = 0;
-  // Concatenated bytes of the tokens (special tokens included unless skip_special). May contain
-  // invalid UTF-8 if the ids split a character; use IncrementalDetokenizer for streams.
+  // Concatenated bytes of the tokens (control tokens included unless skip_special; user-defined
+  // tokens like <think> always stay, as in HF). May contain invalid UTF-8 if the ids split a
+  // character (HF replaces those with U+FFFD: utf8_lossy of this); use IncrementalDetokenizer for streams.
   virtual std::string decode(std::span<const int32_t> ids, bool skip_special) const = 0;
   // The raw bytes one token stands for (what decode of that one id gives, specials included).
   virtual const std::string& token_bytes(int32_t id) const = 0;
@@ -86,6 +111,8 @@ class IncrementalDetokenizer {
   const Tokenizer& tok_;
   bool skip_special_;
   std::string pending_;
+  int32_t strip_left_ = -1;  // leading spaces still to strip (SPM); -1 until the first token
+
 };
 
 }  // namespace keel::tokenizer
