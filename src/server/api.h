@@ -1,0 +1,93 @@
+// keel's HTTP API: the OpenAI endpoints (/v1/chat/completions, /v1/completions, /v1/models), native
+// /generate, /health, /metrics and /flush_cache, wired to an sched::Engine, a tokenizer and the
+// model's chat template. Handlers run on the HTTP io threads; the engine's sinks hop onto each
+// connection's strand (server/generation.h). Shutdown, from the controlling thread:
+//   api.begin_drain(); engine.drain(); server.stop();
+// The engine, tokenizer and template must outlive the HttpServer the routes are added to.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sched/engine.h"
+#include "server/engine_request.h"
+#include "server/generation.h"
+#include "server/http/router.h"
+#include "server/http/server.h"
+#include "server/metrics.h"
+#include "server/openai/errors.h"
+#include "server/openai/request_parse.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace keel::server {
+
+struct ApiConfig {
+  std::vector<std::string> model_names;     // the first is what /v1/models lists; requests name any
+  int32_t max_context_tokens = 0;           // prompt + completion; 0 = unknown (the engine checks)
+  int32_t default_completion_max_tokens = 16;  // /v1/completions without max_tokens (OpenAI's default)
+  openai::ParseLimits parse_limits;         // n_vocab is taken from the tokenizer
+  bool engine_emits_text = true;            // false: detokenize StreamEvent::tokens here
+  int32_t retry_after_s = 1;                // Retry-After on 429 and 503
+
+  Status validate() const;
+};
+
+class Api {
+ public:
+  Api(ApiConfig config, sched::Engine& engine, const tokenizer::Tokenizer& tok,
+      const tokenizer::ChatTemplate* chat_template);
+
+  // Registers every route. Call before the server starts.
+  void add_routes(http::Router& router);
+  // Error rendering (errors.cc) and per-response metrics for the HttpServer.
+  http::ServerHooks hooks();
+  // What POST /flush_cache runs (the scheduler's prefix-cache flush). Call before the server starts.
+  void set_flush_cache(std::function<Status()> flush);
+
+  // Lifecycle: starts loading (health 503); ready opens the generation endpoints; drain closes them
+  // again (503) while requests already accepted run to the end.
+  void set_ready();
+  void begin_drain();
+
+  MetricsRegistry& metrics() { return metrics_; }
+
+ private:
+  enum class State { kLoading, kReady, kDraining };
+
+  void handle_generation(ApiKind kind, http::HttpRequest&& req, const http::ExchangePtr& ex);
+  struct Prepared {
+    std::string model;
+    std::vector<int32_t> prompt;
+    openai::GenerationParams params;
+    EngineRequestLimits limits;
+  };
+  // Parse, model check and tokenization for one endpoint.
+  openai::ApiResult<Prepared> prepare(ApiKind kind, std::string_view body) const;
+  void handle_models(const http::ExchangePtr& ex);
+  void handle_health(const http::ExchangePtr& ex);
+  void handle_metrics(const http::ExchangePtr& ex);
+  void handle_flush_cache(const http::HttpRequest& req, const http::ExchangePtr& ex);
+  std::optional<openai::ApiError> check_model(const std::string& model) const;
+  std::optional<openai::ApiError> check_serving() const;
+  void count_response(std::string_view path, int status);
+
+  ApiConfig config_;
+  sched::Engine& engine_;
+  const tokenizer::Tokenizer& tok_;
+  const tokenizer::ChatTemplate* chat_template_;
+  std::function<Status()> flush_cache_;
+  std::atomic<State> state_{State::kLoading};
+  std::atomic<uint64_t> next_id_{1};
+  uint64_t id_salt_;
+  int64_t created_s_;
+  MetricsRegistry metrics_;
+  GenerationMetrics gen_metrics_;
+};
+
+}  // namespace keel::server

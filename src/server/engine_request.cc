@@ -1,0 +1,96 @@
+#include "server/engine_request.h"
+
+#include <algorithm>
+#include <atomic>
+#include <random>
+
+#include "sample/rng.h"
+
+namespace keel::server {
+
+using openai::ApiError;
+using openai::GenerationParams;
+using openai::ResponseFormat;
+
+namespace {
+
+ApiError unsupported(std::string param, std::string message) {
+  return ApiError{.status = Status(ErrorCode::kUnsupported, fmt::format("{}: {}", param, message)), .param = param};
+}
+
+std::string_view format_name(ResponseFormat::Kind kind) {
+  switch (kind) {
+    case ResponseFormat::Kind::kText: return "text";
+    case ResponseFormat::Kind::kJsonObject: return "json_object";
+    case ResponseFormat::Kind::kJsonSchema: return "json_schema";
+    case ResponseFormat::Kind::kRegex: return "regex";
+    case ResponseFormat::Kind::kEbnf: return "ebnf";
+  }
+  return "?";
+}
+
+std::optional<ApiError> refuse_unsupported(const GenerationParams& p) {
+  if (p.response_format.kind != ResponseFormat::Kind::kText) {
+    return unsupported("response_format",
+                       fmt::format("structured output (type '{}') is not enabled on this server; only type 'text' "
+                                   "is accepted",
+                                   format_name(p.response_format.kind)));
+  }
+  const char* why = "is not supported by this engine yet; omit it or use the default";
+  if (p.presence_penalty != 0.0f) return unsupported("presence_penalty", fmt::format("{} (0)", why));
+  if (p.frequency_penalty != 0.0f) return unsupported("frequency_penalty", fmt::format("{} (0)", why));
+  if (p.repetition_penalty != 1.0f) return unsupported("repetition_penalty", fmt::format("{} (1)", why));
+  if (!p.logit_bias.empty()) return unsupported("logit_bias", fmt::format("{} ({{}})", why));
+  return std::nullopt;
+}
+
+}  // namespace
+
+uint64_t fresh_seed() {
+  static const uint64_t base = [] {
+    std::random_device rd;
+    return (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  }();
+  static std::atomic<uint64_t> counter{0};
+  return sample::mix64(base + counter.fetch_add(1, std::memory_order_relaxed));
+}
+
+openai::ApiResult<sched::GenerateRequest> make_generate_request(const GenerationParams& params,
+                                                                std::vector<int32_t> prompt,
+                                                                const EngineRequestLimits& limits) {
+  if (auto refused = refuse_unsupported(params)) return *refused;
+  if (prompt.empty()) return openai::param_error("prompt", "is empty (no tokens after tokenization)");
+  const auto n_prompt = static_cast<int64_t>(prompt.size());
+  int32_t max_tokens = params.max_tokens.value_or(limits.default_max_tokens);
+  if (limits.max_context_tokens > 0) {
+    int64_t room = limits.max_context_tokens - n_prompt;
+    if (room < 1) {
+      return openai::param_error(limits.prompt_param, "the prompt has {} tokens, more than the context of {} tokens leaves room for",
+                                 n_prompt, limits.max_context_tokens);
+    }
+    if (!params.max_tokens) {
+      max_tokens = limits.max_tokens_fills_context ? static_cast<int32_t>(room)
+                                                   : static_cast<int32_t>(std::min<int64_t>(max_tokens, room));
+    } else if (*params.max_tokens > room) {
+      return openai::param_error("max_tokens", "the prompt ({} tokens) plus max_tokens ({}) exceed the context of {} tokens",
+                                 n_prompt, *params.max_tokens, limits.max_context_tokens);
+    }
+  }
+  sched::GenerateRequest req;
+  req.prompt = std::move(prompt);
+  req.sampling = sample::SamplingParams{.temperature = params.temperature,
+                                        .top_k = params.top_k,
+                                        .top_p = params.top_p,
+                                        .min_p = params.min_p,
+                                        .seed = params.seed.value_or(fresh_seed())};
+  if (Status s = req.sampling.validate(); !s.ok()) return ApiError{.status = s};
+  req.stop = sched::StopConditions{.max_tokens = max_tokens,
+                                   .stop_strings = params.stop,
+                                   .stop_token_ids = params.stop_token_ids,
+                                   .ignore_eos = params.ignore_eos};
+  req.n = params.n;
+  req.top_logprobs = params.top_logprobs;
+  return req;
+}
+
+}  // namespace keel::server

@@ -1,0 +1,554 @@
+// The only translation unit that includes Boost.Beast/Asio (they compile slowly): the listener, the
+// per-connection state machine and the Exchange implementation.
+//
+// A connection cycles: wait for the first byte (idle timeout) -> read headers (header timeout) ->
+// read body (body timeout) -> dispatch to the route handler -> while the handler works, a "watch"
+// read detects the client going away -> response bytes are written on the strand -> next request or
+// close. Every member of Connection is touched only on its strand.
+#include "server/http/server.h"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/parser.hpp>
+
+#include "base/log.h"
+
+namespace keel::server::http {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+using tcp = net::ip::tcp;
+using Clock = std::chrono::steady_clock;
+
+Status ServerConfig::validate() const {
+  if (n_io_threads < 1) return make_error(ErrorCode::kInvalidArgument, "n_io_threads must be >= 1, got {}", n_io_threads);
+  if (max_body_bytes < 1) return make_error(ErrorCode::kInvalidArgument, "max_body_bytes must be >= 1");
+  if (max_header_bytes < 256) return make_error(ErrorCode::kInvalidArgument, "max_header_bytes must be >= 256");
+  if (max_stream_buffer_bytes < 1) return make_error(ErrorCode::kInvalidArgument, "max_stream_buffer_bytes must be >= 1");
+  if (header_timeout_ms < 1 || body_timeout_ms < 1 || idle_timeout_ms < 1 || write_timeout_ms < 1 ||
+      drain_timeout_ms < 0) {
+    return make_error(ErrorCode::kInvalidArgument, "timeouts must be positive");
+  }
+  return {};
+}
+
+namespace {
+
+constexpr size_t kReadChunk = 4096;
+constexpr size_t kMaxWatchBuffered = 64 << 10;  // pipelined bytes buffered while a request runs
+
+class Connection;
+
+// What every connection shares: configuration, routes, and the registry stop() walks.
+struct Shared {
+  ServerConfig config;
+  Router router;
+  ServerHooks hooks;
+  std::atomic<bool> stopping{false};
+  std::mutex mu;
+  std::condition_variable cv;
+  std::unordered_map<const Connection*, std::weak_ptr<Connection>> live;  // guarded by mu
+
+  HttpResponse error_response(int status, std::string_view message) const {
+    if (hooks.render_error) return hooks.render_error(status, message);
+    return HttpResponse{.status = status, .content_type = "text/plain", .body = std::string(message) + "\n"};
+  }
+};
+
+// Shared between an exchange and its connection: how the exchange ended.
+enum class ExchangeEnd { kOpen, kDone, kAborted };
+
+class ExchangeImpl;
+
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(tcp::socket&& socket, Shared& shared) : stream_(std::move(socket)), shared_(shared) {}
+
+  void start() {
+    {
+      std::lock_guard lock(shared_.mu);
+      live_registered_ = true;
+      shared_.live.emplace(this, weak_from_this());
+    }
+    net::post(stream_.get_executor(), [self = shared_from_this()] { self->wait_idle(); });
+  }
+
+  template <typename Fn>
+  void run_on_strand(Fn&& fn) {
+    net::post(stream_.get_executor(), std::forward<Fn>(fn));
+  }
+
+  // On the strand. Called by stop(): idle connections close now, busy ones after their response.
+  void on_server_stop() {
+    if (phase_ == Phase::kIdle) close();
+  }
+  void force_close() { close(); }
+  // After the io threads are joined (no strand runs): break the self-reference of a stuck exchange.
+  void abandon() { self_hold_.reset(); }
+
+  // Exchange operations, on the strand; `seq` names the exchange.
+  void respond(uint64_t seq, HttpResponse&& response);
+  void begin_stream(uint64_t seq, int status, std::string_view content_type, const Headers& headers);
+  void push(uint64_t seq, std::string&& bytes);
+  void end_stream(uint64_t seq);
+  void set_disconnect(uint64_t seq, std::function<void()>&& fn);
+
+ private:
+  enum class Phase { kIdle, kReadingHeader, kReadingBody, kHandling, kStreaming, kAfterExchange, kClosed };
+
+  void wait_idle();
+  void read_header();
+  void on_header(beast::error_code ec);
+  void read_body();
+  void on_body(beast::error_code ec);
+  void dispatch();
+  void fail(int status, std::string_view message);
+  void start_watch();
+  void on_watch(beast::error_code ec, size_t n);
+  void queue_write(std::string&& bytes, bool ends_exchange);
+  void flush();
+  void on_write(beast::error_code ec);
+  void finish_exchange();
+  void close();
+  bool is_current(uint64_t seq) const {
+    return seq == seq_ && (phase_ == Phase::kHandling || phase_ == Phase::kStreaming) && !ended_;
+  }
+
+  beast::tcp_stream stream_;
+  Shared& shared_;
+  beast::flat_buffer buffer_;
+  std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
+  Phase phase_ = Phase::kIdle;
+  uint64_t seq_ = 0;                   // the current exchange
+  bool ended_ = false;                 // the current exchange wrote (or queued) its last bytes
+  bool keep_alive_ = true;
+  std::string method_, path_;          // of the current exchange, for the response observer
+  std::string out_;                    // bytes waiting for the write in flight
+  std::string inflight_;               // bytes of the write in flight
+  bool writing_ = false;
+  bool end_after_write_ = false;
+  bool watching_ = false;
+  bool live_registered_ = false;
+  std::function<void()> on_disconnect_;
+  std::shared_ptr<std::atomic<ExchangeEnd>> end_state_;
+  std::shared_ptr<Connection> self_hold_;  // keeps the connection alive while a handler owes an answer
+
+  friend class ExchangeImpl;
+};
+
+class ExchangeImpl final : public Exchange {
+ public:
+  ExchangeImpl(std::weak_ptr<Connection> conn, uint64_t seq, std::shared_ptr<std::atomic<ExchangeEnd>> end)
+      : conn_(std::move(conn)), seq_(seq), end_(std::move(end)) {}
+
+  void respond(HttpResponse response) override {
+    with_conn([seq = seq_, r = std::move(response)](Connection& c) mutable { c.respond(seq, std::move(r)); });
+  }
+  void begin_stream(int status, std::string content_type, Headers headers) override {
+    with_conn([seq = seq_, status, ct = std::move(content_type), h = std::move(headers)](Connection& c) {
+      c.begin_stream(seq, status, ct, h);
+    });
+  }
+  void push(std::string bytes) override {
+    with_conn([seq = seq_, b = std::move(bytes)](Connection& c) mutable { c.push(seq, std::move(b)); });
+  }
+  void end_stream() override {
+    with_conn([seq = seq_](Connection& c) { c.end_stream(seq); });
+  }
+  void post(std::function<void()> fn) override {
+    if (auto c = conn_.lock()) c->run_on_strand([c, fn = std::move(fn)] { fn(); });
+  }
+  void on_disconnect(std::function<void()> fn) override {
+    if (auto c = conn_.lock()) {
+      c->run_on_strand([c, seq = seq_, fn = std::move(fn)]() mutable { c->set_disconnect(seq, std::move(fn)); });
+    } else if (end_->load() != ExchangeEnd::kDone) {
+      fn();  // the connection is gone and this exchange never completed
+    }
+  }
+
+ private:
+  template <typename Fn>
+  void with_conn(Fn&& fn) {
+    if (auto c = conn_.lock()) c->run_on_strand([c, fn = std::forward<Fn>(fn)]() mutable { fn(*c); });
+  }
+
+  std::weak_ptr<Connection> conn_;
+  uint64_t seq_;
+  std::shared_ptr<std::atomic<ExchangeEnd>> end_;
+};
+
+void Connection::wait_idle() {
+  phase_ = Phase::kIdle;
+  if (shared_.stopping.load()) return close();
+  if (buffer_.size() > 0) return read_header();
+  stream_.expires_after(std::chrono::milliseconds(shared_.config.idle_timeout_ms));
+  stream_.async_read_some(buffer_.prepare(kReadChunk), [self = shared_from_this()](beast::error_code ec, size_t n) {
+    if (ec) return self->close();
+    self->buffer_.commit(n);
+    self->read_header();
+  });
+}
+
+void Connection::read_header() {
+  phase_ = Phase::kReadingHeader;
+  parser_.emplace();
+  parser_->header_limit(static_cast<uint32_t>(shared_.config.max_header_bytes));
+  parser_->body_limit(static_cast<uint64_t>(shared_.config.max_body_bytes));
+  stream_.expires_after(std::chrono::milliseconds(shared_.config.header_timeout_ms));
+  bhttp::async_read_header(stream_, buffer_, *parser_,
+                           [self = shared_from_this()](beast::error_code ec, size_t) { self->on_header(ec); });
+}
+
+void Connection::on_header(beast::error_code ec) {
+  if (ec == bhttp::error::header_limit) return fail(431, "request headers are too large");
+  if (ec == bhttp::error::body_limit) {
+    return fail(413, fmt::format("request body is larger than the limit of {} bytes", shared_.config.max_body_bytes));
+  }
+  if (ec == bhttp::error::end_of_stream || ec == beast::error::timeout || ec == net::error::eof ||
+      ec == net::error::operation_aborted || ec == net::error::connection_reset) {
+    return close();
+  }
+  if (ec) return fail(400, fmt::format("malformed HTTP request: {}", ec.message()));
+  const auto& req = parser_->get();
+  method_ = std::string(req.method_string());
+  path_ = std::string(req.target().substr(0, req.target().find('?')));
+  if (!parser_->is_done() && iequals(req[bhttp::field::expect], "100-continue")) {
+    static const std::string kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+    stream_.expires_after(std::chrono::milliseconds(shared_.config.write_timeout_ms));
+    net::async_write(stream_, net::buffer(kContinue), [self = shared_from_this()](beast::error_code wec, size_t) {
+      if (wec) return self->close();
+      self->read_body();
+    });
+    return;
+  }
+  read_body();
+}
+
+void Connection::read_body() {
+  phase_ = Phase::kReadingBody;
+  stream_.expires_after(std::chrono::milliseconds(shared_.config.body_timeout_ms));
+  bhttp::async_read(stream_, buffer_, *parser_,
+                    [self = shared_from_this()](beast::error_code ec, size_t) { self->on_body(ec); });
+}
+
+void Connection::on_body(beast::error_code ec) {
+  if (ec == bhttp::error::body_limit) {
+    return fail(413, fmt::format("request body is larger than the limit of {} bytes", shared_.config.max_body_bytes));
+  }
+  if (ec == bhttp::error::partial_message || ec == bhttp::error::end_of_stream) {
+    return fail(400, "request body ended before its declared length");
+  }
+  if (ec == beast::error::timeout || ec == net::error::operation_aborted || ec == net::error::connection_reset) {
+    return close();
+  }
+  if (ec) return fail(400, fmt::format("malformed HTTP request body: {}", ec.message()));
+  dispatch();
+}
+
+void Connection::dispatch() {
+  auto req = parser_->release();
+  parser_.reset();
+  keep_alive_ = req.keep_alive();
+  HttpRequest request;
+  request.method = std::string(req.method_string());
+  request.target = std::string(req.target());
+  auto q = request.target.find('?');
+  request.path = request.target.substr(0, q);
+  if (q != std::string::npos) request.query = request.target.substr(q + 1);
+  for (const auto& field : req) request.headers.emplace_back(field.name_string(), field.value());
+  request.body = std::move(req.body());
+
+  ++seq_;
+  ended_ = false;
+  phase_ = Phase::kHandling;
+  self_hold_ = shared_from_this();
+  end_state_ = std::make_shared<std::atomic<ExchangeEnd>>(ExchangeEnd::kOpen);
+  start_watch();
+
+  auto lookup = shared_.router.find(request.method, request.path);
+  if (lookup.match == Router::Match::kNoPath) {
+    return respond(seq_, shared_.error_response(404, fmt::format("no route for {} {}", request.method, request.path)));
+  }
+  if (lookup.match == Router::Match::kNoMethod) {
+    auto resp = shared_.error_response(405, fmt::format("{} is not allowed on {}", request.method, request.path));
+    resp.headers.emplace_back("Allow", lookup.allow);
+    return respond(seq_, std::move(resp));
+  }
+  auto exchange = std::make_shared<ExchangeImpl>(weak_from_this(), seq_, end_state_);
+  try {
+    (*lookup.handler)(std::move(request), exchange);
+  } catch (const std::exception& e) {
+    KEEL_LOG_ERROR("handler for {} {} threw: {}", method_, path_, e.what());
+    respond(seq_, shared_.error_response(500, "internal error while handling the request"));
+  }
+}
+
+void Connection::fail(int status, std::string_view message) {
+  keep_alive_ = false;
+  ++seq_;
+  ended_ = false;
+  phase_ = Phase::kHandling;
+  self_hold_ = shared_from_this();
+  end_state_.reset();
+  respond(seq_, shared_.error_response(status, message));
+}
+
+void Connection::start_watch() {
+  if (watching_ || buffer_.size() >= kMaxWatchBuffered) return;
+  watching_ = true;
+  stream_.expires_never();
+  stream_.async_read_some(buffer_.prepare(kReadChunk), [self = shared_from_this()](beast::error_code ec, size_t n) {
+    self->on_watch(ec, n);
+  });
+}
+
+void Connection::on_watch(beast::error_code ec, size_t n) {
+  watching_ = false;
+  if (!ec) buffer_.commit(n);
+  switch (phase_) {
+    case Phase::kClosed:
+      return;
+    case Phase::kAfterExchange:
+      if (ec && ec != net::error::operation_aborted) return close();
+      return wait_idle();
+    case Phase::kHandling:
+    case Phase::kStreaming:
+      if (ec) return close();  // the client went away: close() fires the disconnect callback
+      return start_watch();
+    case Phase::kIdle:
+    case Phase::kReadingHeader:
+    case Phase::kReadingBody:
+      return;  // not reached: a watch only runs while an exchange is in flight
+  }
+}
+
+void Connection::respond(uint64_t seq, HttpResponse&& response) {
+  if (!is_current(seq)) return;
+  ended_ = true;
+  if (shared_.hooks.on_response) shared_.hooks.on_response(method_, path_, response.status);
+  bool keep = keep_alive_ && !shared_.stopping.load();
+  keep_alive_ = keep;
+  queue_write(serialize_response(response, keep), true);
+}
+
+void Connection::begin_stream(uint64_t seq, int status, std::string_view content_type, const Headers& headers) {
+  if (!is_current(seq) || phase_ != Phase::kHandling) return;
+  phase_ = Phase::kStreaming;
+  if (shared_.hooks.on_response) shared_.hooks.on_response(method_, path_, status);
+  queue_write(serialize_stream_head(status, content_type, headers, keep_alive_), false);
+}
+
+void Connection::push(uint64_t seq, std::string&& bytes) {
+  if (!is_current(seq) || phase_ != Phase::kStreaming || bytes.empty()) return;
+  queue_write(frame_chunk(bytes), false);
+}
+
+void Connection::end_stream(uint64_t seq) {
+  if (!is_current(seq) || phase_ != Phase::kStreaming) return;
+  ended_ = true;
+  if (shared_.stopping.load()) keep_alive_ = false;
+  queue_write(std::string(last_chunk()), true);
+}
+
+void Connection::set_disconnect(uint64_t seq, std::function<void()>&& fn) {
+  if (seq != seq_) return;  // that exchange completed and a later one runs
+  if (phase_ == Phase::kClosed) {
+    if (end_state_ && end_state_->load() != ExchangeEnd::kDone) fn();
+    return;
+  }
+  if (!ended_) on_disconnect_ = std::move(fn);
+}
+
+void Connection::queue_write(std::string&& bytes, bool ends_exchange) {
+  out_ += bytes;
+  if (ends_exchange) end_after_write_ = true;
+  if (!ends_exchange && static_cast<int64_t>(out_.size()) > shared_.config.max_stream_buffer_bytes) {
+    KEEL_LOG_WARN("dropping a client that lets more than {} stream bytes pile up", shared_.config.max_stream_buffer_bytes);
+    return close();
+  }
+  flush();
+}
+
+void Connection::flush() {
+  if (writing_ || phase_ == Phase::kClosed) return;
+  if (out_.empty()) {
+    if (end_after_write_) finish_exchange();
+    return;
+  }
+  writing_ = true;
+  inflight_.swap(out_);
+  out_.clear();
+  stream_.expires_after(std::chrono::milliseconds(shared_.config.write_timeout_ms));
+  net::async_write(stream_, net::buffer(inflight_),
+                   [self = shared_from_this()](beast::error_code ec, size_t) { self->on_write(ec); });
+}
+
+void Connection::on_write(beast::error_code ec) {
+  writing_ = false;
+  inflight_.clear();
+  if (ec) return close();
+  flush();
+}
+
+void Connection::finish_exchange() {
+  end_after_write_ = false;
+  on_disconnect_ = nullptr;
+  if (end_state_) end_state_->store(ExchangeEnd::kDone);
+  self_hold_.reset();
+  if (!keep_alive_ || shared_.stopping.load()) return close();
+  if (watching_) {
+    phase_ = Phase::kAfterExchange;
+    beast::error_code ignored;
+    stream_.socket().cancel(ignored);  // on_watch continues with wait_idle()
+    return;
+  }
+  wait_idle();
+}
+
+void Connection::close() {
+  if (phase_ == Phase::kClosed) return;
+  phase_ = Phase::kClosed;
+  beast::error_code ignored;
+  stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+  stream_.close();
+  if (end_state_ && end_state_->load() == ExchangeEnd::kOpen) end_state_->store(ExchangeEnd::kAborted);
+  if (auto fn = std::move(on_disconnect_)) {
+    on_disconnect_ = nullptr;
+    fn();
+  }
+  self_hold_.reset();
+  if (live_registered_) {
+    std::lock_guard lock(shared_.mu);
+    shared_.live.erase(this);
+    live_registered_ = false;
+    shared_.cv.notify_all();
+  }
+}
+
+}  // namespace
+
+struct HttpServer::Impl {
+  explicit Impl(ServerConfig config, Router router, ServerHooks hooks)
+      : acceptor(net::make_strand(ioc)) {
+    shared.config = std::move(config);
+    shared.router = std::move(router);
+    shared.hooks = std::move(hooks);
+  }
+
+  void accept_next() {
+    acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
+      if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
+      if (ec) {
+        KEEL_LOG_WARN("accept failed: {}", ec.message());
+      } else if (shared.stopping.load()) {
+        return;
+      } else {
+        std::make_shared<Connection>(std::move(socket), shared)->start();
+      }
+      accept_next();
+    });
+  }
+
+  std::vector<std::shared_ptr<Connection>> live_connections() {
+    std::vector<std::shared_ptr<Connection>> out;
+    std::lock_guard lock(shared.mu);
+    for (auto& [_, weak] : shared.live) {
+      if (auto c = weak.lock()) out.push_back(std::move(c));
+    }
+    return out;
+  }
+
+  bool wait_until_closed(std::chrono::milliseconds timeout) {
+    std::unique_lock lock(shared.mu);
+    return shared.cv.wait_for(lock, timeout, [&] { return shared.live.empty(); });
+  }
+
+  Shared shared;         // first: outlives the io_context, whose teardown destroys connections
+  net::io_context ioc;
+  tcp::acceptor acceptor;
+  std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
+  std::vector<std::thread> threads;
+  uint16_t port = 0;
+  bool running = false;
+};
+
+HttpServer::HttpServer(ServerConfig config, Router router, ServerHooks hooks)
+    : impl_(std::make_unique<Impl>(std::move(config), std::move(router), std::move(hooks))) {}
+
+HttpServer::~HttpServer() { stop(); }
+
+Status HttpServer::start() {
+  KEEL_RETURN_IF_ERROR(impl_->shared.config.validate());
+  const auto& cfg = impl_->shared.config;
+  beast::error_code ec;
+  auto address = net::ip::make_address(cfg.host, ec);
+  if (ec) return make_error(ErrorCode::kInvalidArgument, "host '{}' is not an IP address: {}", cfg.host, ec.message());
+  tcp::endpoint endpoint(address, cfg.port);
+  auto& acc = impl_->acceptor;
+  if (acc.open(endpoint.protocol(), ec); ec) return make_error(ErrorCode::kIo, "socket: {}", ec.message());
+  if (acc.set_option(net::socket_base::reuse_address(true), ec); ec) {
+    return make_error(ErrorCode::kIo, "setsockopt: {}", ec.message());
+  }
+  if (acc.bind(endpoint, ec); ec) {
+    return make_error(ErrorCode::kIo, "binding {}:{}: {}", cfg.host, cfg.port, ec.message());
+  }
+  if (acc.listen(net::socket_base::max_listen_connections, ec); ec) {
+    return make_error(ErrorCode::kIo, "listen: {}", ec.message());
+  }
+  impl_->port = acc.local_endpoint().port();
+  impl_->work.emplace(impl_->ioc.get_executor());
+  impl_->accept_next();
+  for (int i = 0; i < cfg.n_io_threads; ++i) impl_->threads.emplace_back([this] { impl_->ioc.run(); });
+  impl_->running = true;
+  return {};
+}
+
+uint16_t HttpServer::port() const { return impl_->port; }
+
+void HttpServer::stop() {
+  if (!impl_->running) return;
+  impl_->running = false;
+  impl_->shared.stopping.store(true);
+  net::post(impl_->acceptor.get_executor(), [this] {
+    beast::error_code ignored;
+    impl_->acceptor.close(ignored);
+  });
+  for (auto& c : impl_->live_connections()) c->run_on_strand([c] { c->on_server_stop(); });
+  if (!impl_->wait_until_closed(std::chrono::milliseconds(impl_->shared.config.drain_timeout_ms))) {
+    KEEL_LOG_WARN("stop: closing connections still busy after {} ms", impl_->shared.config.drain_timeout_ms);
+    for (auto& c : impl_->live_connections()) c->run_on_strand([c] { c->force_close(); });
+    impl_->wait_until_closed(std::chrono::milliseconds(1000));
+  }
+  impl_->work.reset();
+  impl_->ioc.stop();
+  for (auto& t : impl_->threads) t.join();
+  impl_->threads.clear();
+  for (auto& c : impl_->live_connections()) c->abandon();
+}
+
+int64_t HttpServer::n_connections() const {
+  std::lock_guard lock(impl_->shared.mu);
+  return static_cast<int64_t>(impl_->shared.live.size());
+}
+
+}  // namespace keel::server::http

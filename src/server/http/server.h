@@ -1,0 +1,68 @@
+// Asynchronous HTTP/1.1 server on Boost.Beast (kept out of this header: pimpl). n_io_threads run
+// every connection; each connection lives on its own strand (no thread per connection). Keep-alive,
+// body size limit (413), header/body/idle timeouts, chunked streams with disconnect detection, and a
+// graceful stop. start()/stop() are called from one controlling thread (the CLI's main).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+#include "server/http/message.h"
+#include "server/http/router.h"
+
+namespace keel::server::http {
+
+struct ServerConfig {
+  std::string host = "127.0.0.1";
+  uint16_t port = 8000;                        // 0 = any free port (read it back with port())
+  int32_t n_io_threads = 2;
+  int64_t max_body_bytes = 8 << 20;            // larger bodies get 413
+  int64_t max_header_bytes = 16 << 10;         // larger headers get 431
+  int64_t max_stream_buffer_bytes = 16 << 20;  // unsent stream bytes before a slow client is dropped
+  int32_t header_timeout_ms = 10'000;          // first byte of a request -> end of its headers
+  int32_t body_timeout_ms = 30'000;            // end of headers -> end of body
+  int32_t idle_timeout_ms = 60'000;            // keep-alive wait for the next request
+  int32_t write_timeout_ms = 30'000;           // one write of response bytes
+  int32_t drain_timeout_ms = 60'000;           // stop(): longest wait for in-flight exchanges
+
+  Status validate() const;
+};
+
+// Builds the error response the server sends on its own (400 malformed request, 404, 405, 413, 431)
+// so the wire format of errors stays in one place (server/openai/errors.cc).
+using ErrorRenderer = std::function<HttpResponse(int status, std::string_view message)>;
+// Called (on an io thread) once per response with its status; for streams, when the head is sent.
+using ResponseObserver = std::function<void(std::string_view method, std::string_view path, int status)>;
+
+struct ServerHooks {
+  ErrorRenderer render_error;   // null: plain-text bodies
+  ResponseObserver on_response; // null: none
+};
+
+class HttpServer {
+ public:
+  HttpServer(ServerConfig config, Router router, ServerHooks hooks = {});
+  ~HttpServer();  // stops if still running
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds, listens and starts the io threads. kIo (with the OS message) if the address is taken.
+  Status start();
+  // The bound port (after start()).
+  uint16_t port() const;
+  // Graceful stop: closes the listener and idle connections, lets in-flight exchanges finish (up to
+  // drain_timeout_ms, then closes them, firing their disconnect callbacks), joins the io threads.
+  void stop();
+  // Open connections right now (for tests and metrics).
+  int64_t n_connections() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace keel::server::http
