@@ -20,6 +20,7 @@ struct Item {
   int32_t seq;
   int32_t kv_head;
   int32_t t0, t1;  // query tokens [t0, t1) of the sequence (0 = its first new token)
+  int32_t g0, g1;  // query heads [g0, g1) of the kv head's group
 };
 
 struct Dims {
@@ -45,7 +46,8 @@ void run_item(const OpContext& c, const Item& it, const AttnSeq& sq, const Tenso
               const Tensor& vc, float scale, const Dims& dm, Tensor& out, int thread) {
   const Kernels& k = *c.k;
   const int64_t n_ctx = static_cast<int64_t>(sq.ctx_slots.size());
-  const int64_t n_rows = (it.t1 - it.t0) * dm.group;  // query rows: token-major, head-minor
+  const int64_t n_g = it.g1 - it.g0;
+  const int64_t n_rows = (it.t1 - it.t0) * n_g;  // query rows: token-major, head-minor
   // Scratch: acc [n_rows, hd], m [n_rows], l [n_rows], K/V tiles [kKeyTile, hd], scores [kKeyTile].
   float* acc = c.ws->thread_f32(thread, static_cast<size_t>(n_rows * (dm.hd + 2) + 2 * kKeyTile * dm.hd + kKeyTile));
   float* mx = acc + n_rows * dm.hd;
@@ -68,8 +70,8 @@ void run_item(const OpContext& c, const Item& it, const AttnSeq& sq, const Tenso
     for (int64_t t = it.t0; t < it.t1; ++t) {
       const int64_t lim = std::min(j1, past + t + 1);  // causal: keys [0, past + t]
       if (lim <= j0) continue;
-      for (int64_t g = 0; g < dm.group; ++g) {
-        const int64_t row = (t - it.t0) * dm.group + g;
+      for (int64_t g = it.g0; g < it.g1; ++g) {
+        const int64_t row = (t - it.t0) * n_g + (g - it.g0);
         const int64_t head = it.kv_head * dm.group + g;
         const float* qv = static_cast<const float*>(q.data) + ((sq.q_begin + t) * dm.n_heads + head) * dm.hd;
         float tile_max = -std::numeric_limits<float>::infinity();
@@ -91,8 +93,8 @@ void run_item(const OpContext& c, const Item& it, const AttnSeq& sq, const Tenso
     }
   }
   for (int64_t t = it.t0; t < it.t1; ++t) {
-    for (int64_t g = 0; g < dm.group; ++g) {
-      const int64_t row = (t - it.t0) * dm.group + g;
+    for (int64_t g = it.g0; g < it.g1; ++g) {
+      const int64_t row = (t - it.t0) * n_g + (g - it.g0);
       const int64_t head = it.kv_head * dm.group + g;
       float* o = static_cast<float*>(out.data) + ((sq.q_begin + t) * dm.n_heads + head) * dm.hd;
       const float* a = acc + row * dm.hd;
@@ -116,6 +118,11 @@ void attention(const OpContext& c, const Tensor& q, const Tensor& k_cache, const
              "attention: {} heads over {} kv heads, head_dim {} vs {}", dm.n_heads, dm.n_kv, dm.hd, k_cache.shape[2]);
   const int64_t n_slots = k_cache.shape[0];
 
+  // Decode steps give few (sequence, kv head) pairs: then split each group into single query heads
+  // so every thread gets work (each head re-reads the kv head's rows, which sit in cache).
+  int64_t n_pairs = 0;
+  for (const AttnSeq& sq : p.seqs) n_pairs += dm.n_kv * ((sq.n_q + kQueryChunk - 1) / kQueryChunk);
+  const int32_t heads_per_item = n_pairs >= 4 * c.pool->n_threads() ? static_cast<int32_t>(dm.group) : 1;
   std::vector<Item> items;
   for (size_t s = 0; s < p.seqs.size(); ++s) {
     const AttnSeq& sq = p.seqs[s];
@@ -126,7 +133,10 @@ void attention(const OpContext& c, const Tensor& q, const Tensor& k_cache, const
     for (int32_t slot : sq.ctx_slots) KEEL_CHECK(slot >= 0 && slot < n_slots, "attention: slot {} outside [0, {})", slot, n_slots);
     for (int32_t kvh = 0; kvh < dm.n_kv; ++kvh) {
       for (int32_t t0 = 0; t0 < sq.n_q; t0 += kQueryChunk) {
-        items.push_back({static_cast<int32_t>(s), kvh, t0, std::min<int32_t>(sq.n_q, t0 + kQueryChunk)});
+        for (int32_t g0 = 0; g0 < dm.group; g0 += heads_per_item) {
+          items.push_back({static_cast<int32_t>(s), kvh, t0, std::min<int32_t>(sq.n_q, t0 + kQueryChunk), g0,
+                           static_cast<int32_t>(std::min<int64_t>(dm.group, g0 + heads_per_item))});
+        }
       }
     }
   }

@@ -25,6 +25,10 @@ tensor::DType activation_format(tensor::DType weight);
 
 // dot(weight row of n elements, quantized activation row of n elements).
 using QuantDotFn = float (*)(const void* w, const void* xq, int64_t n);
+// out[r] = dot(weight row r, xq) for n_rows (1..kMaxDotRows) weight rows w_row_bytes apart: the
+// activation blocks are loaded once for all rows and the rows' sums run in parallel.
+inline constexpr int kMaxDotRows = 4;
+using QuantDotRowsFn = void (*)(const void* w, size_t w_row_bytes, int n_rows, const void* xq, int64_t n, float* out);
 
 struct Kernels {
   const char* name;
@@ -51,6 +55,11 @@ struct Kernels {
   QuantDotFn dot_q8_0;
   QuantDotFn dot_q4_k;
   QuantDotFn dot_q6_k;
+  // Multi-row forms for the 32-element-block types; nullptr where the table has none (the matmul
+  // then calls the one-row dot per row).
+  QuantDotRowsFn dot_rows_q4_0;
+  QuantDotRowsFn dot_rows_q4_1;
+  QuantDotRowsFn dot_rows_q8_0;
 };
 
 const Kernels& scalar_kernels();
@@ -62,5 +71,7 @@ const Kernels& cpu_kernels();
 
 // The dot product for weight dtype t from table k; nullptr for float weights.
 QuantDotFn quant_dot(const Kernels& k, tensor::DType t);
+// The multi-row dot for weight dtype t from table k; nullptr when the table has none.
+QuantDotRowsFn quant_dot_rows(const Kernels& k, tensor::DType t);
 
 }  // namespace keel::backend::cpu

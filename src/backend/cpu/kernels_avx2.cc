@@ -311,6 +311,57 @@ float dot_q6_k(const void* w, const void* xq, int64_t n) {
   return hsum(acc);
 }
 
+// One 32-element block of weight row r against the activation block: adds d_w * d_x * sum(q_w * q_x)
+// to acc and the block's offset term to off. Q4_0/Q4_1 use unsigned nibbles with the offset through
+// the activation block sum; Q8_0 is signed x signed.
+struct Q4_0Block {
+  using Block = BlockQ4_0;
+  static void add(const Block& w, const BlockQ8A& x, __m256i y, __m256& acc, float& off) {
+    const float d = _cvtsh_ss(w.d);
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(d * x.d), mul_sum_u8_s8(nibbles32(w.qs), y), acc);
+    off -= 8.0f * d * x.s;
+  }
+};
+struct Q4_1Block {
+  using Block = BlockQ4_1;
+  static void add(const Block& w, const BlockQ8A& x, __m256i y, __m256& acc, float& off) {
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(w.d) * x.d), mul_sum_u8_s8(nibbles32(w.qs), y), acc);
+    off += _cvtsh_ss(w.m) * x.s;
+  }
+};
+struct Q8_0Block {
+  using Block = BlockQ8_0;
+  static void add(const Block& w, const BlockQ8A& x, __m256i y, __m256& acc, float&) {
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(w.d) * x.d), mul_sum_s8_s8(load_i8(w.qs), y), acc);
+  }
+};
+
+template <typename B, int R>
+void dot_rows_fixed(const uint8_t* w, size_t w_row_bytes, const BlockQ8A* bx, int64_t nb, float* out) {
+  __m256 acc[R];
+  float off[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps(), off[r] = 0.0f;
+  for (int64_t b = 0; b < nb; ++b) {
+    const __m256i y = load_i8(bx[b].qs);
+    for (int r = 0; r < R; ++r) {
+      B::add(reinterpret_cast<const typename B::Block*>(w + r * w_row_bytes)[b], bx[b], y, acc[r], off[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) out[r] = hsum(acc[r]) + off[r];
+}
+
+template <typename B>
+void dot_rows(const void* w, size_t w_row_bytes, int n_rows, const void* xq, int64_t n, float* out) {
+  const auto* wb = static_cast<const uint8_t*>(w);
+  const auto* bx = static_cast<const BlockQ8A*>(xq);
+  switch (n_rows) {
+    case 4: return dot_rows_fixed<B, 4>(wb, w_row_bytes, bx, n / kQK, out);
+    case 3: return dot_rows_fixed<B, 3>(wb, w_row_bytes, bx, n / kQK, out);
+    case 2: return dot_rows_fixed<B, 2>(wb, w_row_bytes, bx, n / kQK, out);
+    default: return dot_rows_fixed<B, 1>(wb, w_row_bytes, bx, n / kQK, out);
+  }
+}
+
 }  // namespace
 
 const Kernels& avx2_table() {
@@ -334,6 +385,9 @@ const Kernels& avx2_table() {
       .dot_q8_0 = dot_q8_0,
       .dot_q4_k = dot_q4_k,
       .dot_q6_k = dot_q6_k,
+      .dot_rows_q4_0 = dot_rows<Q4_0Block>,
+      .dot_rows_q4_1 = dot_rows<Q4_1Block>,
+      .dot_rows_q8_0 = dot_rows<Q8_0Block>,
   };
   return k;
 }

@@ -39,6 +39,15 @@ QuantDotFn quant_dot(const Kernels& k, tensor::DType t) {
   }
 }
 
+QuantDotRowsFn quant_dot_rows(const Kernels& k, tensor::DType t) {
+  switch (t) {
+    case tensor::DType::kQ4_0: return k.dot_rows_q4_0;
+    case tensor::DType::kQ4_1: return k.dot_rows_q4_1;
+    case tensor::DType::kQ8_0: return k.dot_rows_q8_0;
+    default: return nullptr;
+  }
+}
+
 const Kernels* avx2_kernels() {
 #if KEEL_CPU_SIMD
   __builtin_cpu_init();

@@ -208,6 +208,9 @@ const Kernels& scalar_kernels() {
       .dot_q8_0 = dot_q8_0,
       .dot_q4_k = dot_q4_k,
       .dot_q6_k = dot_q6_k,
+      .dot_rows_q4_0 = nullptr,
+      .dot_rows_q4_1 = nullptr,
+      .dot_rows_q8_0 = nullptr,
   };
   return k;
 }

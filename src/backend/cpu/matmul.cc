@@ -22,6 +22,7 @@ int64_t rows_per_task(int64_t m, int n_threads) {
 struct RowDot {
   enum class Kind { kQuant, kF32, kF16, kBF16, kDequant } kind;
   QuantDotFn qdot = nullptr;
+  QuantDotRowsFn qdot_rows = nullptr;  // when set, used in groups of kMaxDotRows weight rows
   const uint8_t* xq = nullptr;  // quantized activations, xq_row_bytes per row
   size_t xq_row_bytes = 0;
 };
@@ -54,6 +55,7 @@ void matmul(const OpContext& c, const Tensor& x, const Tensor& w, const Tensor* 
   if (QuantDotFn q = quant_dot(*c.k, w.dtype); q != nullptr) {  // k is whole blocks (upload_weight)
     rd.kind = RowDot::Kind::kQuant;
     rd.qdot = q;
+    rd.qdot_rows = quant_dot_rows(*c.k, w.dtype);
     rd.xq_row_bytes = fmt == DType::kQ8_K ? static_cast<size_t>(k / kQKK) * sizeof(BlockQ8K)
                                           : static_cast<size_t>(k / kQK) * sizeof(BlockQ8A);
     auto* xq = static_cast<uint8_t*>(c.ws->shared(rd.xq_row_bytes * static_cast<size_t>(n)));
@@ -84,6 +86,16 @@ void matmul(const OpContext& c, const Tensor& x, const Tensor& w, const Tensor* 
     for (int64_t i = 0; i < n; ++i) {
       const float* xi = xf + i * k;
       float* oi = of + i * m;
+      if (rd.qdot_rows != nullptr) {
+        for (int64_t r = r0; r < r1; r += kMaxDotRows) {
+          const int rows = static_cast<int>(std::min<int64_t>(kMaxDotRows, r1 - r));
+          rd.qdot_rows(wb + r * w_row_bytes, w_row_bytes, rows, rd.xq + i * rd.xq_row_bytes, k, oi + r);
+          if (bf) {
+            for (int j = 0; j < rows; ++j) oi[r + j] += bf[r + j];
+          }
+        }
+        continue;
+      }
       for (int64_t r = r0; r < r1; ++r) {
         const uint8_t* wr = wb + r * w_row_bytes;
         float v = 0.0f;

@@ -127,6 +127,13 @@ TEST(CpuAttention, MixedPrefillAndDecodeWithGqa) {
   }
 }
 
+TEST(CpuAttention, SingleDecodeSplitsGroupsAcrossThreads) {
+  for (const Kernels* k : all_tables()) {
+    run_case(*k, DType::kF16, {{517, 1}}, 9, 3, 64, 12);
+    run_case(*k, DType::kF32, {{40, 1}, {9, 2}}, 8, 2, 16, 13);
+  }
+}
+
 TEST(CpuAttention, LongPrefillCrossesManyKeyTiles) {
   for (const Kernels* k : all_tables()) run_case(*k, DType::kF16, {{3, 200}}, 8, 2, 32, 11);
 }

@@ -106,6 +106,31 @@ TEST(CpuKernels, QuantizedDotsMatchScalarAndDequantizedReference) {
   }
 }
 
+TEST(CpuKernels, MultiRowDotsMatchOneRowDots) {
+  std::mt19937 rng(6);
+  for (const Kernels* k : simd_tables()) {
+    for (DType t : {DType::kQ4_0, DType::kQ4_1, DType::kQ8_0}) {
+      QuantDotRowsFn rows_fn = quant_dot_rows(*k, t);
+      ASSERT_NE(rows_fn, nullptr) << k->name << " " << tensor::dtype_name(t);
+      for (int64_t n : {32, 96, 576}) {
+        std::vector<uint8_t> w = test::random_weight(rng, t, kMaxDotRows, n);
+        std::vector<float> x = random_floats(rng, static_cast<size_t>(n), -3.0f, 3.0f);
+        std::vector<BlockQ8A> xq(static_cast<size_t>(n / 32));
+        k->quantize_q8a(x.data(), xq.data(), n);
+        const size_t rb = tensor::row_size_bytes(t, n);
+        for (int n_rows = 1; n_rows <= kMaxDotRows; ++n_rows) {
+          float out[kMaxDotRows] = {};
+          rows_fn(w.data(), rb, n_rows, xq.data(), n, out);
+          for (int r = 0; r < n_rows; ++r) {
+            const float want = quant_dot(scalar_kernels(), t)(w.data() + r * rb, xq.data(), n);
+            EXPECT_NEAR(out[r], want, 1e-5f * (1.0f + std::fabs(want))) << k->name << " rows=" << n_rows;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(CpuKernels, FloatKernelsMatchScalar) {
   std::mt19937 rng(5);
   const Kernels& s = scalar_kernels();
