@@ -3,7 +3,6 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "backend/cpu/ggml_blocks.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/ops.h"
 #include "base/check.h"
@@ -25,6 +24,25 @@ void* Workspace::Region::get(size_t n_bytes) {
 }
 
 namespace {
+
+bool is_supported_weight(DType t) {
+  switch (t) {
+    case DType::kF32:
+    case DType::kF16:
+    case DType::kBF16:
+    case DType::kQ4_0:
+    case DType::kQ4_1:
+    case DType::kQ8_0:
+    case DType::kQ4_K:
+    case DType::kQ6_K:
+    case DType::kQ8_K:
+      return true;
+    case DType::kF8E4M3:
+    case DType::kI32:
+      return false;
+  }
+  return false;
+}
 
 class CpuBackend final : public Backend {
  public:

@@ -6,10 +6,37 @@
 
 #include <cstdint>
 
-#include "backend/cpu/ggml_blocks.h"
+#include "tensor/blocks.h"
+#include "tensor/dequantize.h"
 #include "tensor/dtype.h"
+#include "tensor/half.h"
 
 namespace keel::backend::cpu {
+
+using tensor::bf16_to_f32;
+using tensor::BlockQ4_0;
+using tensor::BlockQ4_1;
+using tensor::BlockQ4_K;
+using tensor::BlockQ6_K;
+using tensor::BlockQ8_0;
+using tensor::BlockQ8_K;
+using tensor::dequantize_row;
+using tensor::f32_to_fp16;
+using tensor::fp16_to_f32;
+
+inline constexpr int kQK = tensor::kQK4_0;  // elements per Q4_0 / Q4_1 / Q8_0 / Q8A block
+inline constexpr int kQKK = tensor::kQK_K;  // elements per K-quant super-block
+
+// Sub-block j's 6-bit scale and min from a Q4_K scales[12] array (ggml's get_scale_min_k4).
+inline void q4k_scale_min(int j, const uint8_t* q, uint8_t* sc, uint8_t* mn) {
+  if (j < 4) {
+    *sc = q[j] & 63;
+    *mn = q[j + 4] & 63;
+  } else {
+    *sc = static_cast<uint8_t>((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+    *mn = static_cast<uint8_t>((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+  }
+}
 
 // Activation block for Q4_0 / Q4_1 / Q8_0 weights: ggml's block_q8_1 with f32 fields. x ≈ d * qs;
 // s = d * sum(qs) carries the block sum that Q4_1's minimum (and Q4_0's -8 offset) multiplies.
@@ -48,7 +75,7 @@ struct Kernels {
   float (*dot_bf16_f32)(const uint16_t* w, const float* x, int64_t n);
   // Activation quantizers; n is a multiple of the block size.
   void (*quantize_q8a)(const float* x, BlockQ8A* y, int64_t n);
-  void (*quantize_q8k)(const float* x, BlockQ8K* y, int64_t n);
+  void (*quantize_q8k)(const float* x, BlockQ8_K* y, int64_t n);
   // Integer dot products of quantized weights with quantized activations.
   QuantDotFn dot_q4_0;
   QuantDotFn dot_q4_1;

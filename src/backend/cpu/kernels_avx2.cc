@@ -98,7 +98,7 @@ void f32_to_f16_row(const float* x, uint16_t* y, int64_t n) {
   for (; i + 8 <= n; i += 8) {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
   }
-  for (; i < n; ++i) y[i] = f32_to_f16(x[i]);
+  for (; i < n; ++i) y[i] = f32_to_fp16(x[i]);
 }
 
 float dot_f16_f32(const uint16_t* w, const float* x, int64_t n) {
@@ -145,7 +145,7 @@ void quantize_q8a(const float* x, BlockQ8A* y, int64_t n) {
   }
 }
 
-void quantize_q8k(const float* x, BlockQ8K* y, int64_t n) {
+void quantize_q8k(const float* x, BlockQ8_K* y, int64_t n) {
   for (int64_t b = 0; b < n / kQKK; ++b, x += kQKK) {
     __m256 mx = _mm256_setzero_ps();
     for (int j = 0; j < kQKK; j += 8) mx = _mm256_max_ps(mx, abs_ps(_mm256_loadu_ps(x + j)));
@@ -232,8 +232,8 @@ float dot_q8_0(const void* w, const void* xq, int64_t n) {
 }
 
 float dot_q4_k(const void* w, const void* xq, int64_t n) {
-  const auto* bw = static_cast<const BlockQ4K*>(w);
-  const auto* bx = static_cast<const BlockQ8K*>(xq);
+  const auto* bw = static_cast<const BlockQ4_K*>(w);
+  const auto* bx = static_cast<const BlockQ8_K*>(xq);
   const __m256i m4 = _mm256_set1_epi8(0xF);
   __m256 acc = _mm256_setzero_ps();
   __m128 acc_m = _mm_setzero_ps();
@@ -273,8 +273,8 @@ float dot_q4_k(const void* w, const void* xq, int64_t n) {
 }
 
 float dot_q6_k(const void* w, const void* xq, int64_t n) {
-  const auto* bw = static_cast<const BlockQ6K*>(w);
-  const auto* bx = static_cast<const BlockQ8K*>(xq);
+  const auto* bw = static_cast<const BlockQ6_K*>(w);
+  const auto* bx = static_cast<const BlockQ8_K*>(xq);
   const __m256i m4 = _mm256_set1_epi8(0xF), m2 = _mm256_set1_epi8(3), m32s = _mm256_set1_epi8(32);
   __m256 acc = _mm256_setzero_ps();
   for (int64_t b = 0; b < n / kQKK; ++b) {

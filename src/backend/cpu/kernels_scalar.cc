@@ -1,5 +1,5 @@
 // Scalar kernels: the reference every SIMD table is tested against, and the fallback on CPUs
-// without AVX2. Integer dots follow ggml's block formulas exactly (see ggml_blocks.h).
+// without AVX2. Integer dots follow ggml's block formulas exactly (block layouts in tensor/blocks.h).
 #include <algorithm>
 #include <cmath>
 
@@ -41,16 +41,16 @@ float exp_sub_sum_f32(float* s, int64_t n, float m) {
 }
 
 void f16_row_to_f32(const uint16_t* x, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = f16_to_f32(x[i]);
+  for (int64_t i = 0; i < n; ++i) y[i] = fp16_to_f32(x[i]);
 }
 
 void f32_row_to_f16(const float* x, uint16_t* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = f32_to_f16(x[i]);
+  for (int64_t i = 0; i < n; ++i) y[i] = f32_to_fp16(x[i]);
 }
 
 float dot_f16_f32(const uint16_t* w, const float* x, int64_t n) {
   float s = 0.0f;
-  for (int64_t i = 0; i < n; ++i) s += f16_to_f32(w[i]) * x[i];
+  for (int64_t i = 0; i < n; ++i) s += fp16_to_f32(w[i]) * x[i];
   return s;
 }
 
@@ -79,7 +79,7 @@ void quantize_q8a(const float* x, BlockQ8A* y, int64_t n) {
   }
 }
 
-void quantize_q8k(const float* x, BlockQ8K* y, int64_t n) {
+void quantize_q8k(const float* x, BlockQ8_K* y, int64_t n) {
   for (int64_t b = 0; b < n / kQKK; ++b, x += kQKK) {
     y[b].d = quantize_block(x, y[b].qs, kQKK);
     for (int g = 0; g < kQKK / 16; ++g) {
@@ -100,7 +100,7 @@ float dot_q4_0(const void* w, const void* xq, int64_t n) {
       sumi += ((bw[b].qs[j] & 0xF) - 8) * bx[b].qs[j];
       sumi += ((bw[b].qs[j] >> 4) - 8) * bx[b].qs[j + kQK / 2];
     }
-    acc += f16_to_f32(bw[b].d) * bx[b].d * static_cast<float>(sumi);
+    acc += fp16_to_f32(bw[b].d) * bx[b].d * static_cast<float>(sumi);
   }
   return acc;
 }
@@ -115,7 +115,7 @@ float dot_q4_1(const void* w, const void* xq, int64_t n) {
       sumi += (bw[b].qs[j] & 0xF) * bx[b].qs[j];
       sumi += (bw[b].qs[j] >> 4) * bx[b].qs[j + kQK / 2];
     }
-    acc += f16_to_f32(bw[b].d) * bx[b].d * static_cast<float>(sumi) + f16_to_f32(bw[b].m) * bx[b].s;
+    acc += fp16_to_f32(bw[b].d) * bx[b].d * static_cast<float>(sumi) + fp16_to_f32(bw[b].m) * bx[b].s;
   }
   return acc;
 }
@@ -127,14 +127,14 @@ float dot_q8_0(const void* w, const void* xq, int64_t n) {
   for (int64_t b = 0; b < n / kQK; ++b) {
     int sumi = 0;
     for (int j = 0; j < kQK; ++j) sumi += bw[b].qs[j] * bx[b].qs[j];
-    acc += f16_to_f32(bw[b].d) * bx[b].d * static_cast<float>(sumi);
+    acc += fp16_to_f32(bw[b].d) * bx[b].d * static_cast<float>(sumi);
   }
   return acc;
 }
 
 float dot_q4_k(const void* w, const void* xq, int64_t n) {
-  const auto* bw = static_cast<const BlockQ4K*>(w);
-  const auto* bx = static_cast<const BlockQ8K*>(xq);
+  const auto* bw = static_cast<const BlockQ4_K*>(w);
+  const auto* bx = static_cast<const BlockQ8_K*>(xq);
   float acc = 0.0f;
   for (int64_t b = 0; b < n / kQKK; ++b) {
     const uint8_t* q4 = bw[b].qs;
@@ -153,15 +153,15 @@ float dot_q4_k(const void* w, const void* xq, int64_t n) {
       summ += m0 * (bx[b].bsums[4 * j] + bx[b].bsums[4 * j + 1]) +
               m1 * (bx[b].bsums[4 * j + 2] + bx[b].bsums[4 * j + 3]);
     }
-    acc += bx[b].d * (f16_to_f32(bw[b].d) * static_cast<float>(sumi) -
-                      f16_to_f32(bw[b].dmin) * static_cast<float>(summ));
+    acc += bx[b].d * (fp16_to_f32(bw[b].d) * static_cast<float>(sumi) -
+                      fp16_to_f32(bw[b].dmin) * static_cast<float>(summ));
   }
   return acc;
 }
 
 float dot_q6_k(const void* w, const void* xq, int64_t n) {
-  const auto* bw = static_cast<const BlockQ6K*>(w);
-  const auto* bx = static_cast<const BlockQ8K*>(xq);
+  const auto* bw = static_cast<const BlockQ6_K*>(w);
+  const auto* bx = static_cast<const BlockQ8_K*>(xq);
   float acc = 0.0f;
   for (int64_t b = 0; b < n / kQKK; ++b) {
     const uint8_t* ql = bw[b].ql;
@@ -180,7 +180,7 @@ float dot_q6_k(const void* w, const void* xq, int64_t n) {
                 sc[is + 6] * q4 * q8[l + 96];
       }
     }
-    acc += f16_to_f32(bw[b].d) * bx[b].d * static_cast<float>(sumi);
+    acc += fp16_to_f32(bw[b].d) * bx[b].d * static_cast<float>(sumi);
   }
   return acc;
 }

@@ -32,7 +32,7 @@ void quantize_activations(const OpContext& c, const Tensor& x, tensor::DType fmt
   const auto* xf = static_cast<const float*>(x.data);
   c.pool->parallel_for(x.n_rows(), [&](int64_t r, int) {
     if (fmt == DType::kQ8_K) {
-      c.k->quantize_q8k(xf + r * k, reinterpret_cast<BlockQ8K*>(xq + r * row_bytes), k);
+      c.k->quantize_q8k(xf + r * k, reinterpret_cast<BlockQ8_K*>(xq + r * row_bytes), k);
     } else {
       c.k->quantize_q8a(xf + r * k, reinterpret_cast<BlockQ8A*>(xq + r * row_bytes), k);
     }
@@ -56,7 +56,7 @@ void matmul(const OpContext& c, const Tensor& x, const Tensor& w, const Tensor* 
     rd.kind = RowDot::Kind::kQuant;
     rd.qdot = q;
     rd.qdot_rows = quant_dot_rows(*c.k, w.dtype);
-    rd.xq_row_bytes = fmt == DType::kQ8_K ? static_cast<size_t>(k / kQKK) * sizeof(BlockQ8K)
+    rd.xq_row_bytes = fmt == DType::kQ8_K ? static_cast<size_t>(k / kQKK) * sizeof(BlockQ8_K)
                                           : static_cast<size_t>(k / kQK) * sizeof(BlockQ8A);
     auto* xq = static_cast<uint8_t*>(c.ws->shared(rd.xq_row_bytes * static_cast<size_t>(n)));
     quantize_activations(c, x, fmt, xq, rd.xq_row_bytes);

@@ -85,11 +85,11 @@ void run_case(const Kernels& kern, DType cache_dtype, const std::vector<SeqSpec>
   std::vector<uint8_t> kh(kc.size() * 2), vh(kc.size() * 2);
   if (cache_dtype == DType::kF16) {  // the reference reads what the f16 cache holds
     for (size_t i = 0; i < kc.size(); ++i) {
-      const uint16_t a = f32_to_f16(kc[i]), b = f32_to_f16(vc[i]);
+      const uint16_t a = f32_to_fp16(kc[i]), b = f32_to_fp16(vc[i]);
       std::memcpy(kh.data() + 2 * i, &a, 2);
       std::memcpy(vh.data() + 2 * i, &b, 2);
-      kc[i] = f16_to_f32(a);
-      vc[i] = f16_to_f32(b);
+      kc[i] = fp16_to_f32(a);
+      vc[i] = fp16_to_f32(b);
     }
   }
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));

@@ -52,10 +52,10 @@ TEST(CpuKernels, QuantizersBitIdenticalToScalar) {
         ASSERT_EQ(0, std::memcmp(a[i].qs, b[i].qs, 32)) << k->name << " block " << i;
         ASSERT_NEAR(a[i].s, b[i].s, 1e-6f * std::fabs(a[i].s) + 1e-30f);
       }
-      std::vector<BlockQ8K> c(n / 256), d(n / 256);
+      std::vector<BlockQ8_K> c(n / 256), d(n / 256);
       s.quantize_q8k(x.data(), c.data(), n);
       k->quantize_q8k(x.data(), d.data(), n);
-      ASSERT_EQ(0, std::memcmp(c.data(), d.data(), c.size() * sizeof(BlockQ8K))) << k->name;
+      ASSERT_EQ(0, std::memcmp(c.data(), d.data(), c.size() * sizeof(BlockQ8_K))) << k->name;
     }
   }
 }
@@ -90,7 +90,7 @@ TEST(CpuKernels, QuantizedDotsMatchScalarAndDequantizedReference) {
       float scalar_value = 0.0f;
       for (const Kernels* k : all) {
         if (k_quant) {
-          k->quantize_q8k(x.data(), reinterpret_cast<BlockQ8K*>(xq.data()), cs.n);
+          k->quantize_q8k(x.data(), reinterpret_cast<BlockQ8_K*>(xq.data()), cs.n);
         } else {
           k->quantize_q8a(x.data(), reinterpret_cast<BlockQ8A*>(xq.data()), cs.n);
         }
@@ -141,7 +141,7 @@ TEST(CpuKernels, FloatKernelsMatchScalar) {
       for (int64_t i = 0; i < n; ++i) mag += std::fabs(a[i] * b[i]);
       EXPECT_NEAR(k->dot_f32(a.data(), b.data(), n), s.dot_f32(a.data(), b.data(), n), 1e-6 * mag) << k->name;
       std::vector<uint16_t> h(n), hs(n), hk(n);
-      for (int64_t i = 0; i < n; ++i) h[i] = f32_to_f16(a[i]);
+      for (int64_t i = 0; i < n; ++i) h[i] = f32_to_fp16(a[i]);
       EXPECT_NEAR(k->dot_f16_f32(h.data(), b.data(), n), s.dot_f16_f32(h.data(), b.data(), n), 1e-6 * mag);
       EXPECT_NEAR(k->dot_bf16_f32(h.data(), b.data(), n), s.dot_bf16_f32(h.data(), b.data(), n),
                   1e-6 * std::fabs(s.dot_bf16_f32(h.data(), b.data(), n)) + 1e-3);

@@ -137,23 +137,23 @@ TEST_P(CpuOps, WriteKvF32AndF16Caches) {
       uint16_t hk, hv;
       std::memcpy(&hk, kh.data() + 2 * dst, 2);
       std::memcpy(&hv, vh.data() + 2 * dst, 2);
-      EXPECT_EQ(hk, f32_to_f16(k[src]));
-      EXPECT_EQ(hv, f32_to_f16(v[src]));
+      EXPECT_EQ(hk, f32_to_fp16(k[src]));
+      EXPECT_EQ(hv, f32_to_fp16(v[src]));
     }
   }
   EXPECT_EQ(kc[1 * kv * hd], 0.0f);  // untouched slot
 }
 
 TEST(CpuHalf, F16RoundTripAndRounding) {
-  EXPECT_EQ(f32_to_f16(1.0f), 0x3c00);
-  EXPECT_EQ(f32_to_f16(-2.0f), 0xc000);
-  EXPECT_EQ(f32_to_f16(65504.0f), 0x7bff);
-  EXPECT_EQ(f32_to_f16(65520.0f), 0x7c00);     // halfway past max rounds to inf
-  EXPECT_EQ(f32_to_f16(5.9604645e-8f), 0x0001);  // smallest subnormal
-  EXPECT_EQ(f32_to_f16(1.0f + 1.0f / 2048), 0x3c00);  // tie to even
+  EXPECT_EQ(f32_to_fp16(1.0f), 0x3c00);
+  EXPECT_EQ(f32_to_fp16(-2.0f), 0xc000);
+  EXPECT_EQ(f32_to_fp16(65504.0f), 0x7bff);
+  EXPECT_EQ(f32_to_fp16(65520.0f), 0x7c00);     // halfway past max rounds to inf
+  EXPECT_EQ(f32_to_fp16(5.9604645e-8f), 0x0001);  // smallest subnormal
+  EXPECT_EQ(f32_to_fp16(1.0f + 1.0f / 2048), 0x3c00);  // tie to even
   for (uint32_t h = 0; h < 0x7c00; ++h) {
-    ASSERT_EQ(f32_to_f16(f16_to_f32(static_cast<uint16_t>(h))), h) << h;
-    ASSERT_EQ(f32_to_f16(f16_to_f32(static_cast<uint16_t>(h | 0x8000))), h | 0x8000) << h;
+    ASSERT_EQ(f32_to_fp16(fp16_to_f32(static_cast<uint16_t>(h))), h) << h;
+    ASSERT_EQ(f32_to_fp16(fp16_to_f32(static_cast<uint16_t>(h | 0x8000))), h | 0x8000) << h;
   }
 }
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "backend/cpu/ggml_blocks.h"
+#include "backend/cpu/kernels.h"
 #include "tensor/dtype.h"
 
 namespace keel::backend::cpu::test {
@@ -33,7 +33,7 @@ inline std::vector<uint8_t> random_weight(std::mt19937& rng, DType t, int64_t n_
   std::uniform_int_distribution<int> byte(0, 255);
   for (uint8_t& b : bytes) b = static_cast<uint8_t>(byte(rng));
   std::uniform_real_distribution<float> scale(0.002f, 0.03f);
-  auto h = [&](float lo_sign) { return f32_to_f16(scale(rng) * lo_sign); };
+  auto h = [&](float lo_sign) { return f32_to_fp16(scale(rng) * lo_sign); };
   const int64_t n_blocks = static_cast<int64_t>(bytes.size() / tensor::dtype_info(t).block_bytes);
   const std::vector<float> plain = random_floats(rng, static_cast<size_t>(n_rows * row_len));
   switch (t) {
@@ -43,7 +43,7 @@ inline std::vector<uint8_t> random_weight(std::mt19937& rng, DType t, int64_t n_
     case DType::kF16:
     case DType::kBF16:
       for (size_t i = 0; i < plain.size(); ++i) {
-        uint16_t v = f32_to_f16(plain[i]);
+        uint16_t v = f32_to_fp16(plain[i]);
         if (t == DType::kBF16) {
           uint32_t bits;
           std::memcpy(&bits, &plain[i], 4);
@@ -58,7 +58,7 @@ inline std::vector<uint8_t> random_weight(std::mt19937& rng, DType t, int64_t n_
     case DType::kQ4_1:
       for (int64_t b = 0; b < n_blocks; ++b) {
         reinterpret_cast<BlockQ4_1*>(bytes.data())[b].d = h(1.0f);
-        reinterpret_cast<BlockQ4_1*>(bytes.data())[b].m = f32_to_f16(-8.0f * scale(rng));
+        reinterpret_cast<BlockQ4_1*>(bytes.data())[b].m = f32_to_fp16(-8.0f * scale(rng));
       }
       break;
     case DType::kQ8_0:
@@ -66,12 +66,12 @@ inline std::vector<uint8_t> random_weight(std::mt19937& rng, DType t, int64_t n_
       break;
     case DType::kQ4_K:
       for (int64_t b = 0; b < n_blocks; ++b) {
-        reinterpret_cast<BlockQ4K*>(bytes.data())[b].d = h(0.05f);
-        reinterpret_cast<BlockQ4K*>(bytes.data())[b].dmin = h(0.05f);
+        reinterpret_cast<BlockQ4_K*>(bytes.data())[b].d = h(0.05f);
+        reinterpret_cast<BlockQ4_K*>(bytes.data())[b].dmin = h(0.05f);
       }
       break;
     case DType::kQ6_K:
-      for (int64_t b = 0; b < n_blocks; ++b) reinterpret_cast<BlockQ6K*>(bytes.data())[b].d = h(0.01f);
+      for (int64_t b = 0; b < n_blocks; ++b) reinterpret_cast<BlockQ6_K*>(bytes.data())[b].d = h(0.01f);
       break;
     default:
       break;
