@@ -1,0 +1,215 @@
+#include "grammar/char_class.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace keel::grammar {
+namespace {
+
+constexpr uint32_t kSurrogateLo = 0xD800, kSurrogateHi = 0xDFFF;
+
+int utf8_length(uint32_t cp) { return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4; }
+
+std::string utf8_of(uint32_t cp) {
+  std::string s;
+  append_utf8(s, cp);
+  return s;
+}
+
+// Byte-range sequences for [lo, hi] where both ends have the same UTF-8 length (the classic split:
+// divide the range until each continuation byte spans a full 0x80..0xBF block or a single prefix).
+void utf8_sequences(uint32_t lo, uint32_t hi, std::vector<std::vector<std::pair<uint8_t, uint8_t>>>& out) {
+  int n = utf8_length(lo);
+  for (int i = 1; i < n; ++i) {
+    uint32_t m = (1u << (6 * i)) - 1;
+    if ((lo & ~m) != (hi & ~m)) {
+      if ((lo & m) != 0) {
+        utf8_sequences(lo, lo | m, out);
+        utf8_sequences((lo | m) + 1, hi, out);
+        return;
+      }
+      if ((hi & m) != m) {
+        utf8_sequences(lo, (hi & ~m) - 1, out);
+        utf8_sequences(hi & ~m, hi, out);
+        return;
+      }
+    }
+  }
+  std::string a = utf8_of(lo), z = utf8_of(hi);
+  std::vector<std::pair<uint8_t, uint8_t>> seq;
+  for (int i = 0; i < n; ++i) seq.emplace_back(static_cast<uint8_t>(a[i]), static_cast<uint8_t>(z[i]));
+  out.push_back(std::move(seq));
+}
+
+void emit_utf8_ranges(GrammarBuilder& b, const CharClass& cls, std::vector<Sequence>& alts) {
+  static constexpr uint32_t kLengthEnds[] = {0x7F, 0x7FF, 0xFFFF, kMaxCodepoint};
+  std::vector<std::vector<std::pair<uint8_t, uint8_t>>> seqs;
+  for (const CharClass::Range& r : cls.ranges()) {
+    uint32_t lo = r.lo;
+    for (uint32_t end : kLengthEnds) {
+      if (lo > r.hi) break;
+      if (lo > end) continue;
+      utf8_sequences(lo, std::min(r.hi, end), seqs);
+      lo = std::min(r.hi, end) + 1;
+    }
+  }
+  // Merge single-byte sequences into one byte set; multi-byte ones stay separate alternatives.
+  ByteSet ascii;
+  for (const auto& seq : seqs) {
+    if (seq.size() == 1) {
+      for (int c = seq[0].first; c <= seq[0].second; ++c) ascii.set(c);
+      continue;
+    }
+    Sequence s;
+    for (auto [x, y] : seq) {
+      ByteSet set;
+      for (int c = x; c <= y; ++c) set.set(c);
+      s.push_back(b.bytes(set));
+    }
+    alts.push_back(std::move(s));
+  }
+  if (ascii.any()) alts.insert(alts.begin(), Sequence{b.bytes(ascii)});
+}
+
+}  // namespace
+
+CharClass CharClass::range(uint32_t lo, uint32_t hi) {
+  CharClass c;
+  c.add(lo, hi);
+  return c;
+}
+
+CharClass CharClass::any() { return range(0, kMaxCodepoint); }
+
+void CharClass::add(uint32_t lo, uint32_t hi) {
+  hi = std::min(hi, kMaxCodepoint);
+  if (lo > hi) return;
+  ranges_.push_back({lo, hi});
+  normalize();
+}
+
+void CharClass::add(const CharClass& other) {
+  ranges_.insert(ranges_.end(), other.ranges_.begin(), other.ranges_.end());
+  normalize();
+}
+
+void CharClass::normalize() {
+  std::vector<Range> split;
+  for (Range r : ranges_) {
+    if (r.hi < kSurrogateLo || r.lo > kSurrogateHi) {
+      split.push_back(r);
+      continue;
+    }
+    if (r.lo < kSurrogateLo) split.push_back({r.lo, kSurrogateLo - 1});
+    if (r.hi > kSurrogateHi) split.push_back({kSurrogateHi + 1, r.hi});
+  }
+  std::sort(split.begin(), split.end(), [](Range a, Range b) { return a.lo < b.lo; });
+  ranges_.clear();
+  for (Range r : split) {
+    if (!ranges_.empty() && r.lo <= ranges_.back().hi + 1) {
+      ranges_.back().hi = std::max(ranges_.back().hi, r.hi);
+    } else {
+      ranges_.push_back(r);
+    }
+  }
+}
+
+CharClass CharClass::negated() const {
+  CharClass out;
+  uint32_t next = 0;
+  for (Range r : ranges_) {
+    if (r.lo > next) out.ranges_.push_back({next, r.lo - 1});
+    next = r.hi + 1;
+  }
+  if (next <= kMaxCodepoint) out.ranges_.push_back({next, kMaxCodepoint});
+  out.normalize();
+  return out;
+}
+
+bool CharClass::contains(uint32_t cp) const {
+  auto it = std::upper_bound(ranges_.begin(), ranges_.end(), cp, [](uint32_t v, Range r) { return v < r.lo; });
+  return it != ranges_.begin() && std::prev(it)->hi >= cp;
+}
+
+Symbol emit_char_class(GrammarBuilder& b, const CharClass& cls, CharEncoding enc) {
+  if (cls.empty()) return b.never("no_char");
+  std::vector<Sequence> alts;
+  if (enc == CharEncoding::kUtf8) {
+    emit_utf8_ranges(b, cls, alts);
+    return b.choice(std::move(alts), "char");
+  }
+  // JSON string: split off the characters that must be escaped.
+  CharClass raw;
+  for (const CharClass::Range& r : cls.ranges()) {
+    for (uint32_t cp = r.lo; cp <= std::min<uint32_t>(r.hi, 0x5C); ++cp) {
+      if (cp < 0x20 || cp == '"' || cp == '\\') {
+        switch (cp) {
+          case '"': alts.push_back(b.literal("\\\"")); break;
+          case '\\': alts.push_back(b.literal("\\\\")); break;
+          case '\b': alts.push_back(b.literal("\\b")); break;
+          case '\f': alts.push_back(b.literal("\\f")); break;
+          case '\n': alts.push_back(b.literal("\\n")); break;
+          case '\r': alts.push_back(b.literal("\\r")); break;
+          case '\t': alts.push_back(b.literal("\\t")); break;
+          default: {
+            Sequence s = b.literal(fmt::format("\\u00{:X}", cp >> 4));
+            ByteSet low;
+            std::string hex_upper = fmt::format("{:X}", cp & 15), hex_lower = fmt::format("{:x}", cp & 15);
+            low.set(static_cast<uint8_t>(hex_upper[0]));
+            low.set(static_cast<uint8_t>(hex_lower[0]));
+            s.push_back(b.bytes(low));
+            alts.push_back(std::move(s));
+          }
+        }
+      } else {
+        raw.add(cp, cp);
+      }
+    }
+    if (r.hi > 0x5C) raw.add(std::max<uint32_t>(r.lo, 0x5D), r.hi);
+  }
+  std::vector<Sequence> raw_alts;
+  emit_utf8_ranges(b, raw, raw_alts);
+  raw_alts.insert(raw_alts.end(), alts.begin(), alts.end());
+  return b.choice(std::move(raw_alts), "char");
+}
+
+void append_utf8(std::string& out, uint32_t cp) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
+bool decode_utf8(std::string_view text, size_t* pos, uint32_t* cp) {
+  size_t i = *pos;
+  if (i >= text.size()) return false;
+  auto c = static_cast<uint8_t>(text[i]);
+  int n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+  if (n == 0 || i + n > text.size()) return false;
+  uint32_t v = n == 1 ? c : n == 2 ? (c & 0x1F) : n == 3 ? (c & 0x0F) : (c & 0x07);
+  for (int k = 1; k < n; ++k) {
+    auto d = static_cast<uint8_t>(text[i + k]);
+    if ((d & 0xC0) != 0x80) return false;
+    v = (v << 6) | (d & 0x3F);
+  }
+  if ((n == 2 && v < 0x80) || (n == 3 && v < 0x800) || (n == 4 && (v < 0x10000 || v > kMaxCodepoint)) ||
+      (v >= kSurrogateLo && v <= kSurrogateHi))
+    return false;
+  *pos = i + n;
+  *cp = v;
+  return true;
+}
+
+}  // namespace keel::grammar

@@ -1,0 +1,174 @@
+#include "grammar/earley.h"
+
+#include <algorithm>
+
+#include "base/check.h"
+
+namespace keel::grammar {
+namespace {
+
+uint64_t item_key(uint32_t pos, uint32_t origin) { return (static_cast<uint64_t>(pos) << 32) | origin; }
+
+size_t hash_slot(uint64_t key, size_t mask) {
+  key ^= key >> 33;
+  key *= 0xff51afd7ed558ccdULL;
+  key ^= key >> 33;
+  return static_cast<size_t>(key) & mask;
+}
+
+}  // namespace
+
+void EarleyParser::ItemSet::clear() {
+  count_ = 0;
+  if (++gen_ == 0) {
+    std::fill(gens_.begin(), gens_.end(), 0);
+    gen_ = 1;
+  }
+}
+
+bool EarleyParser::ItemSet::insert(uint64_t key) {
+  if ((count_ + 1) * 2 > keys_.size()) grow();
+  size_t mask = keys_.size() - 1;
+  for (size_t h = hash_slot(key, mask);; h = (h + 1) & mask) {
+    if (gens_[h] != gen_) {
+      gens_[h] = gen_;
+      keys_[h] = key;
+      ++count_;
+      return true;
+    }
+    if (keys_[h] == key) return false;
+  }
+}
+
+void EarleyParser::ItemSet::grow() {
+  std::vector<uint64_t> old_keys = std::move(keys_);
+  std::vector<uint32_t> old_gens = std::move(gens_);
+  size_t cap = std::max<size_t>(64, old_keys.size() * 2);
+  keys_.assign(cap, 0);
+  gens_.assign(cap, 0);
+  uint32_t g = gen_;
+  gen_ = 1;
+  count_ = 0;
+  for (size_t i = 0; i < old_keys.size(); ++i)
+    if (old_gens[i] == g) insert(old_keys[i]);
+}
+
+EarleyParser::EarleyParser(const CompiledGrammar& g) : g_(g), predicted_(g.n_rules(), UINT32_MAX) {
+  col_begin_.push_back(0);
+  waiting_begin_.push_back(0);
+  seen_.clear();
+  for (uint32_t p : g_.alt_starts(g_.start_rule())) add(p, 0);
+  close_column(0);
+}
+
+EarleyParser::EarleyParser(const CompiledGrammar& g, uint32_t seed_pos)
+    : g_(g), predicted_(g.n_rules(), UINT32_MAX) {
+  KEEL_CHECK(g_.symbol(seed_pos).kind == FlatSymbol::Kind::kBytes, "seed must be a scanning position");
+  col_begin_.push_back(0);
+  waiting_begin_.push_back(0);
+  items_.push_back({seed_pos, 0});
+  col_begin_.push_back(1);
+  waiting_begin_.push_back(0);
+  flags_.push_back(0);
+}
+
+void EarleyParser::add(uint32_t pos, uint32_t origin) {
+  if (seen_.insert(item_key(pos, origin))) items_.push_back({pos, origin});
+}
+
+bool EarleyParser::push_byte(uint8_t b) {
+  const size_t first = items_.size();
+  seen_.clear();
+  for (uint32_t i = col_begin_[col_begin_.size() - 2], e = col_begin_.back(); i < e; ++i) {
+    EarleyItem it = items_[i];
+    const FlatSymbol& s = g_.symbol(it.pos);
+    if (s.kind == FlatSymbol::Kind::kBytes && g_.byte_set(s.index).test(b)) add(it.pos + 1, it.origin);
+  }
+  if (items_.size() == first) return false;
+  close_column(first);
+  return true;
+}
+
+void EarleyParser::close_column(size_t first_item) {
+  const auto col = static_cast<uint32_t>(flags_.size());
+  ++stamp_;
+  uint8_t flags = 0;
+  for (size_t i = first_item; i < items_.size(); ++i) {
+    const EarleyItem it = items_[i];
+    const FlatSymbol& s = g_.symbol(it.pos);
+    switch (s.kind) {
+      case FlatSymbol::Kind::kBytes: break;
+      case FlatSymbol::Kind::kRule:
+        if (predicted_[s.index] != stamp_) {
+          predicted_[s.index] = stamp_;
+          for (uint32_t p : g_.alt_starts(s.index)) add(p, col);
+        }
+        if (g_.nullable(s.index)) add(it.pos + 1, it.origin);
+        break;
+      case FlatSymbol::Kind::kEnd:
+        if (it.origin == 0) flags |= (s.index == g_.start_rule() ? kCanEnd : 0) | kSeedEnd;
+        if (it.origin != col) complete(s.index, it.origin);
+        break;
+    }
+  }
+  col_begin_.push_back(static_cast<uint32_t>(items_.size()));
+  flags_.push_back(flags);
+  const size_t w0 = waiting_.size();
+  for (size_t i = first_item; i < items_.size(); ++i) {
+    const FlatSymbol& s = g_.symbol(items_[i].pos);
+    if (s.kind == FlatSymbol::Kind::kRule) waiting_.emplace_back(s.index, static_cast<uint32_t>(i));
+  }
+  std::sort(waiting_.begin() + static_cast<ptrdiff_t>(w0), waiting_.end());
+  waiting_begin_.push_back(static_cast<uint32_t>(waiting_.size()));
+}
+
+void EarleyParser::complete(uint32_t rule, uint32_t origin) {
+  auto first = waiting_.begin() + waiting_begin_[origin];
+  auto last = waiting_.begin() + waiting_begin_[origin + 1];
+  auto it = std::lower_bound(first, last, std::make_pair(rule, 0u));
+  for (; it != last && it->first == rule; ++it) {
+    // Index-based: add() may grow items_ while we walk.
+    const EarleyItem w = items_[it->second];
+    add(w.pos + 1, w.origin);
+  }
+}
+
+bool EarleyParser::push_bytes(std::string_view bytes) {
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    if (!push_byte(static_cast<uint8_t>(bytes[i]))) {
+      pop_bytes(i);
+      return false;
+    }
+  }
+  return true;
+}
+
+void EarleyParser::pop_bytes(size_t n) {
+  KEEL_CHECK(n <= n_bytes(), "pop {} of {} bytes", n, n_bytes());
+  const size_t cols = flags_.size() - n;
+  items_.resize(col_begin_[cols]);
+  col_begin_.resize(cols + 1);
+  waiting_.resize(waiting_begin_[cols]);
+  waiting_begin_.resize(cols + 1);
+  flags_.resize(cols);
+}
+
+ByteSet EarleyParser::next_bytes() const {
+  ByteSet out;
+  for (uint32_t i = col_begin_[col_begin_.size() - 2], e = col_begin_.back(); i < e; ++i) {
+    const FlatSymbol& s = g_.symbol(items_[i].pos);
+    if (s.kind == FlatSymbol::Kind::kBytes) out |= g_.byte_set(s.index);
+  }
+  return out;
+}
+
+void EarleyParser::scanning_positions(std::vector<uint32_t>& out) const {
+  out.clear();
+  for (uint32_t i = col_begin_[col_begin_.size() - 2], e = col_begin_.back(); i < e; ++i) {
+    if (g_.symbol(items_[i].pos).kind == FlatSymbol::Kind::kBytes) out.push_back(items_[i].pos);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+}
+
+}  // namespace keel::grammar

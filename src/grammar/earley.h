@@ -1,0 +1,76 @@
+// Byte-level Earley recognizer over a CompiledGrammar. One column per byte consumed; rollback pops
+// columns. Nullable rules follow Aycock & Horspool (predicting a nullable rule also steps over it),
+// so completions never look into the column being built; finished columns keep an index of the items
+// waiting on each rule. A seeded parser starts from a single scanning position instead of the start
+// rule; the token-mask cache (mask_cache.h) uses it to classify tokens per grammar position.
+// Not thread-safe: one parser per matcher / per mask computation.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "grammar/compiled_grammar.h"
+
+namespace keel::grammar {
+
+struct EarleyItem {
+  uint32_t pos;     // flat position of the dot (CompiledGrammar::symbol)
+  uint32_t origin;  // column where the item's rule started
+};
+
+class EarleyParser {
+ public:
+  explicit EarleyParser(const CompiledGrammar& g);
+  EarleyParser(const CompiledGrammar& g, uint32_t seed_pos);
+
+  // Consumes one byte; false (state unchanged) if no item can scan it.
+  bool push_byte(uint8_t b);
+  // All-or-nothing: on failure the bytes already pushed are popped again.
+  bool push_bytes(std::string_view bytes);
+  void pop_bytes(size_t n);
+  size_t n_bytes() const { return flags_.size() - 1; }
+
+  // The start rule is complete over everything consumed (the grammar allows ending here).
+  bool can_end() const { return flags_.back() & kCanEnd; }
+  // Seeded parser: the seed's rule completed at the last byte (the parent would take over here).
+  bool seed_completed() const { return flags_.back() & kSeedEnd; }
+  // Bytes some item of the last column can scan.
+  ByteSet next_bytes() const;
+  // Distinct flat positions of the scanning items (dot before a byte set) in the last column.
+  void scanning_positions(std::vector<uint32_t>& out) const;
+
+ private:
+  static constexpr uint8_t kCanEnd = 1, kSeedEnd = 2;
+
+  class ItemSet {
+   public:
+    void clear();
+    bool insert(uint64_t key);
+
+   private:
+    void grow();
+    std::vector<uint64_t> keys_;
+    std::vector<uint32_t> gens_;
+    uint32_t gen_ = 1;
+    size_t count_ = 0;
+  };
+
+  void add(uint32_t pos, uint32_t origin);
+  void close_column(size_t first_item);
+  void complete(uint32_t rule, uint32_t origin);
+
+  const CompiledGrammar& g_;
+  std::vector<EarleyItem> items_;
+  std::vector<uint32_t> col_begin_;  // [n_columns + 1] into items_
+  std::vector<uint8_t> flags_;       // [n_columns]
+  // Per finished column: (rule, item index) of items whose dot is before that rule, sorted.
+  std::vector<std::pair<uint32_t, uint32_t>> waiting_;
+  std::vector<uint32_t> waiting_begin_;  // [n_columns + 1] into waiting_
+  std::vector<uint32_t> predicted_;      // [n_rules + 1]: stamp of the column that predicted the rule
+  uint32_t stamp_ = 0;
+  ItemSet seen_;
+};
+
+}  // namespace keel::grammar

@@ -1,0 +1,50 @@
+// GrammarMatcher: the per-request state of constrained decoding. Feeds accepted tokens' bytes to an
+// Earley parser, fills the mask of allowed next tokens (cached per-position classifications plus a
+// full check of the uncertain tokens), rolls back the last n steps (speculative decoding), and finds
+// jump-forward bytes (the continuation every accepted output must take). Called by the sampler on
+// the scheduler thread; one matcher per sequence, not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "grammar/earley.h"
+#include "grammar/mask_cache.h"
+
+namespace keel::grammar {
+
+class GrammarMatcher {
+ public:
+  explicit GrammarMatcher(std::shared_ptr<TokenMaskCache> masks);
+
+  // Consumes one token; false (state unchanged) when the grammar forbids it. An EOS id is accepted
+  // only where the grammar may end, and terminates the matcher.
+  bool accept_token(int32_t id);
+  // Consumes raw bytes (e.g. forced jump-forward text) as one step; all-or-nothing.
+  bool accept_bytes(std::string_view bytes);
+  // Undoes the last n accept_* steps (n <= n_steps()).
+  void rollback(size_t n);
+  size_t n_steps() const { return step_bytes_.size(); }
+
+  // bitmask[ceil(n_vocab / 32)]: bit t set when token t may come next.
+  void fill_mask(std::span<uint32_t> bitmask);
+  // Bytes every continuation must start with (stops where EOS becomes possible or a choice appears).
+  std::string jump_forward(size_t max_bytes = 4096);
+
+  bool can_end() const { return !terminated_ && parser_.can_end(); }
+  bool is_terminated() const { return terminated_; }
+
+ private:
+  std::shared_ptr<TokenMaskCache> masks_;
+  EarleyParser parser_;
+  std::vector<uint32_t> step_bytes_;  // bytes consumed by each step; UINT32_MAX marks the EOS step
+  bool terminated_ = false;
+  std::vector<uint32_t> positions_;   // scratch
+  std::vector<int32_t> candidates_;   // scratch
+};
+
+}  // namespace keel::grammar

@@ -1,0 +1,70 @@
+// Internal to the JSON Schema front end: the compiler object that walks one schema document and
+// emits rules into a GrammarBuilder. schema_compiler.cc holds dispatch, $ref, combinators and enums;
+// schema_types.cc the per-type rules (object, array, string, number); schema_merge.cc allOf merging.
+// One instance per compilation, on the compiling thread.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "grammar/grammar.h"
+#include "grammar/json_schema.h"
+
+namespace keel::grammar::detail {
+
+using Json = nlohmann::ordered_json;
+
+// JSON pointer segment escaping (RFC 6901).
+std::string pointer_escape(std::string_view key);
+// Keywords that assert something (everything else is an annotation or unknown, and is ignored).
+bool is_assertion_keyword(std::string_view key);
+// Intersection of two schema objects (allOf); kUnsupported when keel cannot merge a keyword exactly.
+Result<Json> merge_schemas(const Json& a, const Json& b, const std::string& ptr);
+// True when no JSON value can satisfy both schemas (conservative: false when unsure).
+bool provably_disjoint(const Json& a, const Json& b);
+
+class SchemaCompiler {
+ public:
+  SchemaCompiler(GrammarBuilder& b, const Json& root, const JsonGrammarOptions& opts);
+
+  Result<Symbol> compile(const Json& s, const std::string& ptr, int depth);
+  Symbol any_value();
+
+ private:
+  Result<Symbol> compile_object_schema(const Json& s, const std::string& ptr, int depth);
+  Result<Symbol> compile_ref(const std::string& ref, const std::string& ptr);
+  Result<const Json*> resolve(const std::string& ref, const std::string& ptr) const;
+  Result<Json> deref(const Json& s, const std::string& ptr) const;
+  Result<Symbol> compile_all_of(const Json& s, const std::string& ptr, int depth);
+  Result<Symbol> compile_any_of(const Json& s, const std::string& key, const std::string& ptr, int depth);
+  Result<Symbol> compile_enum(const Json& s, const std::string& ptr, int depth);
+  Status check_keywords(const Json& s, const std::string& ptr) const;
+  Result<Symbol> compile_typed(const Json& s, const std::string& ptr, int depth);
+
+  // schema_types.cc
+  Result<Symbol> compile_object(const Json& s, const std::string& ptr, int depth);
+  Result<Symbol> compile_array(const Json& s, const std::string& ptr, int depth);
+  Result<Symbol> compile_string(const Json& s, const std::string& ptr);
+  Result<Symbol> compile_number(const Json& s, const std::string& ptr, bool integer);
+  Result<Symbol> key_not_in(const std::vector<std::string>& names);
+  Result<Symbol> pattern_string(const std::string& pattern, bool search, const std::string& ptr);
+
+  Sequence ws();
+  Sequence literal_value(const Json& v);
+  Symbol json_char();
+  Symbol any_string();
+  Symbol any_number();
+
+  GrammarBuilder& b_;
+  const Json& root_;
+  JsonGrammarOptions opts_;
+  std::unordered_map<std::string, RuleId> ref_rules_;
+  std::unordered_map<std::string, Symbol> memo_;  // schema text -> symbol
+  std::optional<Symbol> any_value_, json_char_, any_string_, any_number_, ws_;
+};
+
+}  // namespace keel::grammar::detail

@@ -1,0 +1,407 @@
+// Per-type rules of the JSON Schema compiler: objects, arrays, strings, numbers, and any value.
+#include <algorithm>
+#include <array>
+#include <map>
+
+#include <pcre2.h>
+
+#include "grammar/char_class.h"
+#include "grammar/json_formats.h"
+#include "grammar/json_number.h"
+#include "grammar/regex.h"
+#include "grammar/schema_compiler.h"
+
+namespace keel::grammar::detail {
+namespace {
+
+Status unsupported(std::string_view keyword, const std::string& ptr, std::string_view detail = "") {
+  return make_error(ErrorCode::kUnsupported, "JSON Schema keyword '{}' at '#{}' is not supported{}{}", keyword, ptr,
+                    detail.empty() ? "" : ": ", detail);
+}
+
+Status bad(std::string_view keyword, const std::string& ptr, std::string_view want) {
+  return make_error(ErrorCode::kInvalidArgument, "'{}' at '#{}' must be {}", keyword, ptr, want);
+}
+
+Result<std::optional<int64_t>> count_keyword(const Json& s, std::string_view key, const std::string& ptr) {
+  if (!s.contains(key)) return std::optional<int64_t>();
+  const Json& v = s[std::string(key)];
+  if (v.is_number_unsigned()) return std::optional<int64_t>(static_cast<int64_t>(std::min<uint64_t>(v.get<uint64_t>(), INT64_MAX)));
+  if (v.is_number_float() && v.get<double>() >= 0 && v.get<double>() == static_cast<double>(static_cast<int64_t>(v.get<double>())))
+    return std::optional<int64_t>(static_cast<int64_t>(v.get<double>()));
+  return bad(key, ptr, "a non-negative integer");
+}
+
+// Whether a (JSON Schema, unanchored) pattern matches `subject`, by PCRE2 as an independent engine.
+Result<bool> pcre2_search(const std::string& pattern, const std::string& subject, const std::string& ptr) {
+  int err = 0;
+  PCRE2_SIZE off = 0;
+  pcre2_code* re = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
+                                 PCRE2_UTF | PCRE2_DOLLAR_ENDONLY, &err, &off, nullptr);
+  if (!re) return unsupported("patternProperties", ptr, "pattern not understood");
+  pcre2_match_data* md = pcre2_match_data_create_from_pattern(re, nullptr);
+  int rc = pcre2_match(re, reinterpret_cast<PCRE2_SPTR>(subject.data()), subject.size(), 0, 0, md, nullptr);
+  pcre2_match_data_free(md);
+  pcre2_code_free(re);
+  return rc >= 0;
+}
+
+}  // namespace
+
+Sequence SchemaCompiler::ws() {
+  if (opts_.whitespace == WhitespacePolicy::kCompact) return {};
+  if (!ws_) {
+    ByteSet space;
+    for (char c : {' ', '\t', '\n', '\r'}) space.set(static_cast<uint8_t>(c));
+    ws_ = b_.repeat({b_.bytes(space)}, 0, std::max(0, opts_.max_whitespace));
+  }
+  return {*ws_};
+}
+
+Symbol SchemaCompiler::json_char() {
+  if (!json_char_) json_char_ = emit_char_class(b_, CharClass::any(), CharEncoding::kJsonString);
+  return *json_char_;
+}
+
+Symbol SchemaCompiler::any_string() {
+  if (!any_string_) any_string_ = b_.group({b_.byte('"'), b_.star({json_char()}), b_.byte('"')}, "string");
+  return *any_string_;
+}
+
+Symbol SchemaCompiler::any_number() {
+  if (!any_number_) any_number_ = *number_symbol(b_, false, std::nullopt, std::nullopt);
+  return *any_number_;
+}
+
+Symbol SchemaCompiler::any_value() {
+  if (any_value_) return *any_value_;
+  RuleId value = b_.add_rule("value");
+  any_value_ = b_.ref(value);
+  auto cat = [](std::initializer_list<Sequence> parts) {
+    Sequence out;
+    for (const Sequence& p : parts) out.insert(out.end(), p.begin(), p.end());
+    return out;
+  };
+  const Sequence comma = cat({ws(), {b_.byte(',')}, ws()});
+  RuleId members = b_.add_rule("members");
+  Sequence member = cat({{any_string()}, ws(), {b_.byte(':')}, ws(), {b_.ref(value)}});
+  b_.add_alt(members, cat({{b_.ref(members)}, comma, member}));
+  b_.add_alt(members, member);
+  RuleId elements = b_.add_rule("elements");
+  b_.add_alt(elements, cat({{b_.ref(elements)}, comma, {b_.ref(value)}}));
+  b_.add_alt(elements, {b_.ref(value)});
+  Symbol object = b_.choice({cat({{b_.byte('{')}, ws(), {b_.byte('}')}}),
+                             cat({{b_.byte('{')}, ws(), {b_.ref(members)}, ws(), {b_.byte('}')}})},
+                            "object");
+  Symbol array = b_.choice({cat({{b_.byte('[')}, ws(), {b_.byte(']')}}),
+                            cat({{b_.byte('[')}, ws(), {b_.ref(elements)}, ws(), {b_.byte(']')}})},
+                           "array");
+  for (Sequence alt : {Sequence{object}, Sequence{array}, Sequence{any_string()}, Sequence{any_number()},
+                       b_.literal("true"), b_.literal("false"), b_.literal("null")})
+    b_.add_alt(value, std::move(alt));
+  return *any_value_;
+}
+
+Result<Symbol> SchemaCompiler::pattern_string(const std::string& pattern, bool search, const std::string& ptr) {
+  auto sym = regex_to_symbol(b_, pattern, {.encoding = CharEncoding::kJsonString, .search = search});
+  if (!sym.ok()) return sym.status().with_context(fmt::format("pattern at '#{}'", ptr));
+  return sym;
+}
+
+// A JSON string key (quotes included) whose text is none of `names`: a trie over the names' code
+// points where every node may leave the trie with any other character.
+Result<Symbol> SchemaCompiler::key_not_in(const std::vector<std::string>& names) {
+  struct Node {
+    std::map<uint32_t, int> kids;
+    bool terminal = false;
+  };
+  std::vector<Node> trie(1);
+  for (const std::string& name : names) {
+    int cur = 0;
+    size_t pos = 0;
+    uint32_t cp;
+    while (pos < name.size()) {
+      if (!decode_utf8(name, &pos, &cp)) return make_error(ErrorCode::kInvalidArgument, "property name is not UTF-8");
+      auto it = trie[cur].kids.find(cp);
+      if (it == trie[cur].kids.end()) {
+        trie.push_back({});
+        it = trie[cur].kids.emplace(cp, static_cast<int>(trie.size() - 1)).first;
+      }
+      cur = it->second;
+    }
+    trie[cur].terminal = true;
+  }
+  const Symbol rest = b_.group({b_.star({json_char()}), b_.byte('"')}, "key_rest");
+  std::vector<RuleId> rules(trie.size());
+  for (size_t i = 0; i < trie.size(); ++i) rules[i] = b_.add_rule("key_not_in");
+  for (size_t i = 0; i < trie.size(); ++i) {
+    if (!trie[i].terminal) b_.add_alt(rules[i], {b_.byte('"')});
+    CharClass others = CharClass::any();
+    CharClass used;
+    for (auto& [cp, kid] : trie[i].kids) {
+      used.add(cp, cp);
+      b_.add_alt(rules[i], {emit_char_class(b_, CharClass::of(cp), CharEncoding::kJsonString), b_.ref(rules[kid])});
+    }
+    others = used.negated();
+    if (!others.empty()) b_.add_alt(rules[i], {emit_char_class(b_, others, CharEncoding::kJsonString), rest});
+  }
+  KEEL_RETURN_IF_ERROR(b_.check_budget());
+  return b_.group({b_.byte('"'), b_.ref(rules[0])}, "key");
+}
+
+Result<Symbol> SchemaCompiler::compile_object(const Json& s, const std::string& ptr, int depth) {
+  struct Prop {
+    std::string name;
+    Symbol value;
+    bool required;
+  };
+  std::vector<std::string> required;
+  if (s.contains("required")) {
+    if (!s["required"].is_array()) return bad("required", ptr, "an array of strings");
+    for (const Json& r : s["required"]) {
+      if (!r.is_string()) return bad("required", ptr, "an array of strings");
+      if (std::find(required.begin(), required.end(), r.get<std::string>()) == required.end())
+        required.push_back(r.get<std::string>());
+    }
+  }
+  Json addl = s.contains("additionalProperties") ? s["additionalProperties"]
+              : s.contains("unevaluatedProperties") ? s["unevaluatedProperties"]
+                                                      : Json(opts_.additional_properties_default);
+  std::optional<std::pair<std::string, Json>> pattern_extra;
+  if (s.contains("patternProperties") && !s["patternProperties"].empty()) {
+    const Json& pp = s["patternProperties"];
+    if (!pp.is_object()) return bad("patternProperties", ptr, "an object");
+    bool all_true = std::all_of(pp.begin(), pp.end(), [](const Json& v) { return v == true || v == Json::object(); });
+    if (all_true && addl != false) {
+      addl = true;
+    } else if (addl == false && pp.size() == 1) {
+      pattern_extra.emplace(pp.begin().key(), pp.begin().value());
+    } else {
+      return unsupported("patternProperties", ptr, "only a single pattern with additionalProperties false");
+    }
+  }
+  std::vector<Prop> props;
+  std::vector<std::string> names;
+  if (s.contains("properties")) {
+    if (!s["properties"].is_object()) return bad("properties", ptr, "an object");
+    for (auto& [name, sub] : s["properties"].items()) {
+      KEEL_ASSIGN_OR_RETURN(Symbol v, compile(sub, ptr + "/properties/" + pointer_escape(name), depth + 1));
+      bool req = std::find(required.begin(), required.end(), name) != required.end();
+      props.push_back({name, v, req});
+      names.push_back(name);
+    }
+  }
+  for (const std::string& r : required) {
+    if (std::find(names.begin(), names.end(), r) != names.end()) continue;
+    Symbol v;
+    if (pattern_extra) {
+      return unsupported("patternProperties", ptr, "a required property outside 'properties'");
+    } else if (addl == false) {
+      v = b_.never("forbidden_required");
+    } else {
+      KEEL_ASSIGN_OR_RETURN(v, compile(addl, ptr + "/additionalProperties", depth + 1));
+    }
+    props.push_back({r, v, true});
+    names.push_back(r);
+  }
+  std::optional<Symbol> extra_kv;
+  auto kv_tail = [&](Symbol value) { Sequence t = ws(); t.push_back(b_.byte(':')); auto w = ws(); t.insert(t.end(), w.begin(), w.end()); t.push_back(value); return t; };
+  if (pattern_extra) {
+    for (const std::string& n : names) {
+      KEEL_ASSIGN_OR_RETURN(bool hit, pcre2_search(pattern_extra->first, n, ptr));
+      if (hit) return unsupported("patternProperties", ptr, fmt::format("pattern also matches property '{}'", n));
+    }
+    KEEL_ASSIGN_OR_RETURN(Symbol key, pattern_string(pattern_extra->first, true, ptr + "/patternProperties"));
+    KEEL_ASSIGN_OR_RETURN(Symbol value, compile(pattern_extra->second, ptr + "/patternProperties/" +
+                                                                          pointer_escape(pattern_extra->first), depth + 1));
+    Sequence kv{b_.byte('"'), key, b_.byte('"')};
+    for (Symbol x : kv_tail(value)) kv.push_back(x);
+    extra_kv = b_.group(std::move(kv), "extra_kv");
+  } else if (addl != false) {
+    KEEL_ASSIGN_OR_RETURN(Symbol key, key_not_in(names));
+    KEEL_ASSIGN_OR_RETURN(Symbol value, compile(addl, ptr + "/additionalProperties", depth + 1));
+    Sequence kv{key};
+    for (Symbol x : kv_tail(value)) kv.push_back(x);
+    extra_kv = b_.group(std::move(kv), "extra_kv");
+  }
+  KEEL_ASSIGN_OR_RETURN(auto min_props, count_keyword(s, "minProperties", ptr));
+  KEEL_ASSIGN_OR_RETURN(auto max_props, count_keyword(s, "maxProperties", ptr));
+  const auto n_required = static_cast<int64_t>(std::count_if(props.begin(), props.end(), [](const Prop& p) { return p.required; }));
+  bool need_one = false;
+  if (min_props && *min_props > n_required) {
+    if (*min_props > 1) return unsupported("minProperties", ptr, "above 1 and above the required count");
+    need_one = true;
+  }
+  if (max_props && (extra_kv || static_cast<int64_t>(props.size()) > *max_props))
+    return unsupported("maxProperties", ptr, "below the number of properties the object may hold");
+
+  // P[i][first]: properties i.. given whether nothing was written yet; then the extra properties.
+  Sequence comma = ws();
+  comma.push_back(b_.byte(','));
+  for (Symbol x : ws()) comma.push_back(x);
+  const size_t n = props.size();
+  std::vector<std::array<RuleId, 2>> p(n + 1);
+  for (auto& r : p) r = {b_.add_rule("props"), b_.add_rule("props_first")};
+  for (int first = 0; first < 2; ++first) {
+    RuleId end = p[n][first];
+    if (!(first && need_one)) b_.add_alt(end, {});
+    if (extra_kv) {
+      Sequence more = comma;
+      more.push_back(*extra_kv);
+      Symbol tail = b_.star(std::move(more));
+      Sequence one = first ? Sequence{} : comma;
+      one.push_back(*extra_kv);
+      one.push_back(tail);
+      b_.add_alt(end, std::move(one));
+    }
+  }
+  for (size_t i = n; i-- > 0;) {
+    Sequence kv = b_.literal(Json(props[i].name).dump(-1, ' ', false, Json::error_handler_t::replace));
+    for (Symbol x : kv_tail(props[i].value)) kv.push_back(x);
+    Symbol kv_sym = b_.group(std::move(kv), "kv");
+    for (int first = 0; first < 2; ++first) {
+      Sequence with = first ? Sequence{} : comma;
+      with.push_back(kv_sym);
+      with.push_back(b_.ref(p[i + 1][0]));
+      b_.add_alt(p[i][first], std::move(with));
+      if (!props[i].required) b_.add_alt(p[i][first], {b_.ref(p[i + 1][first])});
+    }
+  }
+  Sequence obj{b_.byte('{')};
+  for (Symbol x : ws()) obj.push_back(x);
+  obj.push_back(b_.ref(p[0][1]));
+  for (Symbol x : ws()) obj.push_back(x);
+  obj.push_back(b_.byte('}'));
+  KEEL_RETURN_IF_ERROR(b_.check_budget());
+  return b_.group(std::move(obj), "object");
+}
+
+Result<Symbol> SchemaCompiler::compile_array(const Json& s, const std::string& ptr, int depth) {
+  std::vector<Symbol> prefix;
+  Json tail = true;
+  std::string tail_ptr = ptr + "/items";
+  const Json* prefix_json = s.contains("prefixItems") ? &s["prefixItems"] : nullptr;
+  if (s.contains("items") && s["items"].is_array()) {  // draft-07 tuple form
+    if (prefix_json) return bad("items", ptr, "a schema when prefixItems is present");
+    prefix_json = &s["items"];
+    if (s.contains("additionalItems")) tail = s["additionalItems"], tail_ptr = ptr + "/additionalItems";
+  } else if (s.contains("items")) {
+    tail = s["items"];
+  }
+  if (prefix_json) {
+    if (!prefix_json->is_array()) return bad("prefixItems", ptr, "an array");
+    for (size_t i = 0; i < prefix_json->size(); ++i) {
+      KEEL_ASSIGN_OR_RETURN(Symbol sym, compile((*prefix_json)[i], ptr + "/prefixItems/" + std::to_string(i), depth + 1));
+      prefix.push_back(sym);
+    }
+  }
+  KEEL_ASSIGN_OR_RETURN(auto min_items, count_keyword(s, "minItems", ptr));
+  KEEL_ASSIGN_OR_RETURN(auto max_items, count_keyword(s, "maxItems", ptr));
+  const int64_t lo = min_items.value_or(0), hi = max_items.value_or(-1);
+  if (hi >= 0 && hi < lo) return b_.never("array");
+  Sequence comma = ws();
+  comma.push_back(b_.byte(','));
+  for (Symbol x : ws()) comma.push_back(x);
+  std::optional<Symbol> tail_sym;
+  if (tail != false) {
+    KEEL_ASSIGN_OR_RETURN(tail_sym, compile(tail, tail_ptr, depth + 1));
+  }
+  // R(i): the rest of the array after i elements.
+  const auto np = static_cast<int64_t>(prefix.size());
+  Symbol rest;
+  if (hi >= 0 && hi <= np) {
+    rest = b_.empty();
+  } else if (!tail_sym) {
+    rest = np >= lo ? b_.empty() : b_.never("array_tail");
+  } else {
+    Sequence item = np == 0 ? Sequence{} : comma;
+    item.push_back(*tail_sym);
+    int64_t t_lo = std::max<int64_t>(lo - np, 0), t_hi = hi < 0 ? -1 : hi - np;
+    if (np == 0) {
+      // First element has no comma: elem (comma elem){t_lo-1, t_hi-1}, or nothing when t_lo == 0.
+      Sequence more = comma;
+      more.push_back(*tail_sym);
+      Symbol after = b_.repeat(std::move(more), std::max<int64_t>(t_lo - 1, 0), t_hi < 0 ? -1 : t_hi - 1);
+      Symbol some = b_.group({*tail_sym, after}, "elements");
+      rest = t_lo == 0 ? b_.optional({some}) : some;
+    } else {
+      rest = b_.repeat(std::move(item), t_lo, t_hi);
+    }
+  }
+  for (int64_t i = np; i-- > 0;) {
+    std::vector<Sequence> alts;
+    if (i >= lo) alts.push_back({});
+    if (hi < 0 || i < hi) {
+      Sequence s2 = i == 0 ? Sequence{} : comma;
+      s2.push_back(prefix[static_cast<size_t>(i)]);
+      s2.push_back(rest);
+      alts.push_back(std::move(s2));
+    }
+    rest = alts.empty() ? b_.never("array") : b_.choice(std::move(alts), "prefix");
+  }
+  Sequence arr{b_.byte('[')};
+  for (Symbol x : ws()) arr.push_back(x);
+  arr.push_back(rest);
+  for (Symbol x : ws()) arr.push_back(x);
+  arr.push_back(b_.byte(']'));
+  return b_.group(std::move(arr), "array");
+}
+
+Result<Symbol> SchemaCompiler::compile_string(const Json& s, const std::string& ptr) {
+  KEEL_ASSIGN_OR_RETURN(auto min_len, count_keyword(s, "minLength", ptr));
+  KEEL_ASSIGN_OR_RETURN(auto max_len, count_keyword(s, "maxLength", ptr));
+  const bool has_len = min_len.value_or(0) > 0 || max_len.has_value();
+  std::optional<std::string> pattern;
+  std::string pattern_kw = "pattern";
+  if (s.contains("format")) {
+    if (!s["format"].is_string()) return bad("format", ptr, "a string");
+    pattern = format_pattern(s["format"].get<std::string>());
+    if (!pattern) return unsupported("format", ptr, fmt::format("format '{}'", s["format"].get<std::string>()));
+    pattern_kw = "format";
+    if (s.contains("pattern")) return unsupported("pattern", ptr, "together with format");
+  } else if (s.contains("pattern")) {
+    if (!s["pattern"].is_string()) return bad("pattern", ptr, "a string");
+    pattern = s["pattern"].get<std::string>();
+  }
+  Symbol body;
+  if (pattern) {
+    if (has_len) return unsupported(pattern_kw, ptr, "together with minLength/maxLength");
+    KEEL_ASSIGN_OR_RETURN(body, pattern_string(*pattern, true, ptr + "/" + pattern_kw));
+  } else if (has_len) {
+    const int64_t max = max_len ? std::min<int64_t>(*max_len, INT64_MAX) : -1;
+    if (max > 100'000 || min_len.value_or(0) > 100'000) return unsupported("maxLength", ptr, "length above 100000");
+    body = b_.repeat({json_char()}, min_len.value_or(0), max);
+  } else {
+    return any_string();
+  }
+  return b_.group({b_.byte('"'), body, b_.byte('"')}, "string");
+}
+
+Result<Symbol> SchemaCompiler::compile_number(const Json& s, const std::string& ptr, bool integer) {
+  std::optional<NumberBound> lo, hi;
+  auto tighten = [&](std::optional<NumberBound>& cur, const Json& v, bool exclusive, bool lower) -> Status {
+    if (!v.is_number()) return bad(lower ? "minimum" : "maximum", ptr, "a number");
+    NumberBound nb{v.dump(), exclusive};
+    if (!cur) {
+      cur = nb;
+      return {};
+    }
+    double a = std::stod(cur->text), b = v.get<double>();
+    if ((lower && (b > a || (b == a && exclusive))) || (!lower && (b < a || (b == a && exclusive)))) cur = nb;
+    return {};
+  };
+  bool excl_min_bool = s.contains("exclusiveMinimum") && s["exclusiveMinimum"].is_boolean() && s["exclusiveMinimum"].get<bool>();
+  bool excl_max_bool = s.contains("exclusiveMaximum") && s["exclusiveMaximum"].is_boolean() && s["exclusiveMaximum"].get<bool>();
+  if (s.contains("minimum")) KEEL_RETURN_IF_ERROR(tighten(lo, s["minimum"], excl_min_bool, true));
+  if (s.contains("maximum")) KEEL_RETURN_IF_ERROR(tighten(hi, s["maximum"], excl_max_bool, false));
+  if (s.contains("exclusiveMinimum") && !s["exclusiveMinimum"].is_boolean())
+    KEEL_RETURN_IF_ERROR(tighten(lo, s["exclusiveMinimum"], true, true));
+  if (s.contains("exclusiveMaximum") && !s["exclusiveMaximum"].is_boolean())
+    KEEL_RETURN_IF_ERROR(tighten(hi, s["exclusiveMaximum"], true, false));
+  if (!lo && !hi && !integer) return any_number();
+  auto sym = number_symbol(b_, integer, lo, hi);
+  if (!sym.ok()) return sym.status().with_context(fmt::format("bounds at '#{}'", ptr));
+  return sym;
+}
+
+}  // namespace keel::grammar::detail

@@ -1,0 +1,49 @@
+#include "grammar/vocab_trie.h"
+
+#include <algorithm>
+
+namespace keel::grammar {
+
+VocabTrie::VocabTrie(Vocabulary vocab) : vocab_(std::move(vocab)) {
+  const int32_t n = vocab_.n_vocab();
+  is_eos_.assign(n, 0);
+  std::vector<uint8_t> excluded(n, 0);
+  for (int32_t id : vocab_.eos_ids)
+    if (id >= 0 && id < n) is_eos_[id] = excluded[id] = 1;
+  for (int32_t id : vocab_.special_ids)
+    if (id >= 0 && id < n) excluded[id] = 1;
+  std::vector<int32_t> ids;
+  for (int32_t id = 0; id < n; ++id)
+    if (!excluded[id] && !vocab_.token_bytes[id].empty()) ids.push_back(id);
+  std::sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) {
+    return vocab_.token_bytes[a] != vocab_.token_bytes[b] ? vocab_.token_bytes[a] < vocab_.token_bytes[b] : a < b;
+  });
+  // Children of the (unstored) root: one group per first byte.
+  size_t lo = 0;
+  while (lo < ids.size()) {
+    size_t hi = lo;
+    const char c = vocab_.token_bytes[ids[lo]][0];
+    while (hi < ids.size() && vocab_.token_bytes[ids[hi]][0] == c) ++hi;
+    build(ids, lo, hi, 1);
+    lo = hi;
+  }
+}
+
+// Node for the common prefix of length `depth` shared by sorted[lo, hi).
+void VocabTrie::build(const std::vector<int32_t>& sorted, size_t lo, size_t hi, uint32_t depth) {
+  const auto index = static_cast<uint32_t>(nodes_.size());
+  nodes_.push_back({static_cast<uint8_t>(vocab_.token_bytes[sorted[lo]][depth - 1]), depth, 0,
+                    static_cast<uint32_t>(token_ids_.size()), 0});
+  while (lo < hi && vocab_.token_bytes[sorted[lo]].size() == depth) token_ids_.push_back(sorted[lo++]);
+  nodes_[index].tok_end = static_cast<uint32_t>(token_ids_.size());
+  while (lo < hi) {
+    size_t mid = lo;
+    const char c = vocab_.token_bytes[sorted[lo]][depth];
+    while (mid < hi && vocab_.token_bytes[sorted[mid]][depth] == c) ++mid;
+    build(sorted, lo, mid, depth + 1);
+    lo = mid;
+  }
+  nodes_[index].subtree_end = static_cast<uint32_t>(nodes_.size());
+}
+
+}  // namespace keel::grammar

@@ -1,0 +1,51 @@
+// The model's vocabulary as plain data (token bytes, end-of-sequence ids, special ids) and a byte
+// trie over it laid out in preorder, so a depth-first walk is a linear scan that can skip a subtree
+// by jumping to `subtree_end`. Built once per vocabulary; immutable, shared across threads.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace keel::grammar {
+
+struct Vocabulary {
+  std::vector<std::string> token_bytes;  // [n_vocab] raw bytes each token stands for
+  std::vector<int32_t> eos_ids;          // allowed exactly when the grammar may end
+  std::vector<int32_t> special_ids;      // control tokens: never allowed by grammar text
+  int32_t n_vocab() const { return static_cast<int32_t>(token_bytes.size()); }
+};
+
+class VocabTrie {
+ public:
+  struct Node {
+    uint8_t byte;
+    uint32_t depth;        // bytes from the root (root itself is not stored), >= 1
+    uint32_t subtree_end;  // index of the first node after this subtree
+    uint32_t tok_begin;    // tokens ending exactly here: token_ids()[tok_begin, tok_end)
+    uint32_t tok_end;
+  };
+
+  explicit VocabTrie(Vocabulary vocab);
+
+  const Vocabulary& vocab() const { return vocab_; }
+  const std::vector<Node>& nodes() const { return nodes_; }
+  const std::vector<int32_t>& token_ids() const { return token_ids_; }
+  // Token ids of the subtree rooted at node i (contiguous thanks to the preorder layout).
+  uint32_t subtree_tok_begin(uint32_t i) const { return nodes_[i].tok_begin; }
+  uint32_t subtree_tok_end(uint32_t i) const {
+    uint32_t e = nodes_[i].subtree_end;
+    return e < nodes_.size() ? nodes_[e].tok_begin : static_cast<uint32_t>(token_ids_.size());
+  }
+  bool is_eos(int32_t id) const { return is_eos_[id] != 0; }
+
+ private:
+  void build(const std::vector<int32_t>& sorted, size_t lo, size_t hi, uint32_t depth);
+
+  Vocabulary vocab_;
+  std::vector<Node> nodes_;
+  std::vector<int32_t> token_ids_;
+  std::vector<uint8_t> is_eos_;
+};
+
+}  // namespace keel::grammar
