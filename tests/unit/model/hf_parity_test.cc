@@ -71,7 +71,7 @@ class HfParity : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
     dir_ = keel::test::golden_dir() + "/hf/" + GetParam();
-    auto m = load_model({.path = dir_, .backend = "cpu", .backend_options = {.n_threads = 2}});
+    auto m = load_model({.path = dir_, .backend = "cpu", .backend_options = {.n_threads = 1}});
     ASSERT_TRUE(m.ok()) << m.status().to_string();
     model_ = std::move(m).value();
     golden_ = read_golden(dir_, model_->config().vocab_size);
