@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstring>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -203,6 +205,36 @@ TEST(GgufGolden, SmolLm2TypedGetters) {
   // The last tensor ends within the data section, and the views point into the mapped file.
   const GgufTensorInfo& last = f->tensors().back();
   EXPECT_LE(last.offset + last.size_bytes, f->data_section().size());
+}
+
+// The views land on the same bytes gguf-py reads: rows of the shipped file stored in the dequant
+// golden (tests/golden/dequant/gen_dequant.py) must equal tensor_view().row(r).
+TEST(GgufGolden, ViewsHoldTheRowsGgufPyReads) {
+  const std::string dir = test::golden_dir() + "/dequant/";
+  std::ifstream js(dir + "dequant_golden.json");
+  std::ifstream bin(dir + "dequant_golden.bin", std::ios::binary);
+  ASSERT_TRUE(js.good() && bin.good()) << "missing golden: python3 tests/golden/dequant/gen_dequant.py";
+  const json index = json::parse(js);
+  const std::vector<uint8_t> blob{std::istreambuf_iterator<char>(bin), {}};
+  Result<GgufFile> f = GgufFile::open(test::default_model_path());
+  ASSERT_TRUE(f.ok()) << f.status().to_string() << " (run scripts/fetch_model.sh)";
+  int checked = 0;
+  for (const json& c : index.at("cases")) {
+    const std::string name = c.at("name").get<std::string>();
+    if (name.rfind("Q4_1 file ", 0) != 0 || c.at("op") != "dequantize") continue;
+    // "Q4_1 file <tensor> row <r>"
+    const size_t row_at = name.rfind(" row ");
+    const std::string tensor_name = name.substr(10, row_at - 10);
+    const int64_t row = std::stoll(name.substr(row_at + 5));
+    const GgufTensorInfo* t = f->find_tensor(tensor_name);
+    ASSERT_NE(t, nullptr) << tensor_name;
+    const auto off = c.at("src")[0].get<size_t>();
+    const auto len = c.at("src")[1].get<size_t>();
+    ASSERT_EQ(len, tensor::row_size_bytes(t->dtype, t->shape.row_len())) << name;
+    EXPECT_EQ(std::memcmp(f->tensor_view(*t).row(row), blob.data() + off, len), 0) << name;
+    ++checked;
+  }
+  EXPECT_GE(checked, 8);
 }
 
 }  // namespace

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets with clang (ASan + UBSan) and runs each for a while from seeds
+# derived from real files. Usage:
+#   scripts/fuzz.sh [seconds=60] [target ...]      (default targets: gguf_fuzz safetensors_fuzz)
+# Env: BUILD (default build-fuzz), JOBS (default 2), KEEL_CACHE_DIR (default ~/.cache/keel),
+#      FUZZ_BIN_DIR (run prebuilt targets from this folder and skip the build).
+# Seeds: gguf_fuzz gets the first KB of two llama.cpp vocab GGUFs (v2 and v3) and a small valid
+# GGUF built by gguf-py from SmolLM2's real metadata and tensor rows; safetensors_fuzz gets the
+# golden files written by the safetensors package. Other targets start from an empty corpus.
+# Exit status is non-zero if any target finds a crash, leak or timeout (artifacts in $BUILD/fuzz).
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+SECONDS_PER_TARGET="${1:-60}"
+shift || true
+TARGETS=("$@")
+[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(gguf_fuzz safetensors_fuzz)
+BUILD="${BUILD:-$ROOT/build-fuzz}"
+CACHE="${KEEL_CACHE_DIR:-$HOME/.cache/keel}"
+WORK="$BUILD/fuzz"
+
+BIN="${FUZZ_BIN_DIR:-$BUILD/tests/fuzz}"
+if [ -z "${FUZZ_BIN_DIR:-}" ]; then
+  if [ ! -f "$BUILD/build.ninja" ]; then
+    CC=clang CXX=clang++ cmake -S "$ROOT" -B "$BUILD" -G Ninja -DKEEL_FUZZ=ON -DKEEL_TESTS=OFF >/dev/null
+  fi
+  ninja -C "$BUILD" -j"${JOBS:-2}" "${TARGETS[@]}"
+fi
+
+seeds_gguf_fuzz() {
+  local out="$1" vocab="$CACHE/testdata/llamacpp/vocab" model="$CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf"
+  for f in "$vocab/ggml-vocab-llama-spm.gguf" "$vocab/ggml-vocab-aquila.gguf" "$model"; do
+    [ -f "$f" ] || { echo "missing $f: run scripts/fetch_model.sh and scripts/fetch_test_data.sh" >&2; exit 1; }
+  done
+  head -c 1024 "$vocab/ggml-vocab-llama-spm.gguf" >"$out/vocab_spm_v3_1k.gguf"
+  head -c 1024 "$vocab/ggml-vocab-aquila.gguf" >"$out/vocab_aquila_v2_1k.gguf"
+  python3 - "$model" "$out/smollm2_mini.gguf" <<'PY'
+import sys
+import numpy as np
+import gguf
+src, dst = sys.argv[1], sys.argv[2]
+r = gguf.GGUFReader(src)
+w = gguf.GGUFWriter(dst, "llama")
+f = r.fields
+w.add_string("general.name", bytes(f["general.name"].parts[-1]).decode())
+w.add_uint32("llama.embedding_length", int(f["llama.embedding_length"].parts[-1][0]))
+w.add_float32("llama.rope.freq_base", float(f["llama.rope.freq_base"].parts[-1][0]))
+w.add_bool("tokenizer.ggml.add_bos_token", bool(f["tokenizer.ggml.add_bos_token"].parts[-1][0]))
+toks = f["tokenizer.ggml.tokens"]
+w.add_array("tokenizer.ggml.tokens", [bytes(toks.parts[i]).decode() for i in toks.data[:12]])
+types = f["tokenizer.ggml.token_type"]
+w.add_array("tokenizer.ggml.token_type", [int(types.parts[i][0]) for i in types.data[:12]])
+t = {t.name: t for t in r.tensors}
+w.add_tensor("output_norm.weight", np.asarray(t["output_norm.weight"].data)[:64].copy())
+for name in ("token_embd.weight", "blk.0.attn_k.weight"):
+    row = np.asarray(t[name].data)[0].copy()
+    w.add_tensor(name, row, raw_shape=row.shape, raw_dtype=t[name].tensor_type)
+w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
+PY
+}
+
+seeds_safetensors_fuzz() {
+  local out="$1" golden="$ROOT/tests/golden/format/safetensors"
+  cp "$golden/numpy_mixed.safetensors" "$golden/torch_bf16_fp8.safetensors" "$out/"
+  cp "$golden/tiny_llama/model-00004-of-00004.safetensors" "$out/"
+}
+
+status=0
+for target in "${TARGETS[@]}"; do
+  seeds="$WORK/$target/seeds" corpus="$WORK/$target/corpus" artifacts="$WORK/$target/artifacts"
+  rm -rf "$seeds"; mkdir -p "$seeds" "$corpus" "$artifacts"
+  if declare -F "seeds_$target" >/dev/null; then "seeds_$target" "$seeds"; fi
+  echo "== $target: ${SECONDS_PER_TARGET}s from $(ls "$seeds" | wc -l) seeds"
+  if ! "$BIN/$target" -max_total_time="$SECONDS_PER_TARGET" -max_len=8192 -timeout=10 \
+      -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts/" "$corpus" "$seeds" \
+      2>"$WORK/$target/log"; then
+    status=1
+    echo "!! $target failed; see $WORK/$target/log and $artifacts" >&2
+  fi
+  grep -E "^(stat::number_of_executed_units|stat::peak_rss_mb)|^#[0-9]+ +DONE" "$WORK/$target/log" || true
+done
+exit $status
