@@ -42,6 +42,7 @@ struct Expr {
   Value value;
   std::string name;
   bool negated = false;
+  bool unknown = false;  // a filter/test keel lacks: an error where it is evaluated (jinja2 defers it too)
   std::vector<ExprPtr> children;
   std::vector<std::pair<std::string, ExprPtr>> kwargs;
   std::vector<std::string> ops;

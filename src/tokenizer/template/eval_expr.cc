@@ -66,6 +66,12 @@ Result<List> Interpreter::iterate(const Value& v, int line) {
       for (const auto& [key, item] : v.as_dict().items) keys.push_back(Value::string(key));
       return keys;
     }
+    case Kind::kIterator: {
+      IterState& it = v.as_iter();
+      List rest(it.items.begin() + static_cast<std::ptrdiff_t>(it.pos), it.items.end());
+      if (it.single_use) it.pos = it.items.size();
+      return rest;
+    }
     case Kind::kString: {
       const std::string& s = v.as_string();
       KEEL_RETURN_IF_ERROR(at_line(charge_iterations(s.size()), line));
@@ -136,6 +142,14 @@ Result<Value> Interpreter::get_item(const Value& obj, const Value& key, int line
     if (i < 0 || i >= n) return Value::undefined(fmt::format("str object has no element {}", key.as_int()));
     const auto u = static_cast<size_t>(i);
     return Value::string(s.substr(offsets[u], offsets[u + 1] - offsets[u]));
+  }
+  if (obj.kind() == Kind::kIterator && obj.as_iter().subscriptable && key.is_integral()) {
+    const List& items = obj.as_iter().items;
+    int64_t i = key.as_int();
+    const auto n = static_cast<int64_t>(items.size());
+    if (i < 0) i += n;
+    if (i < 0 || i >= n) return Value::undefined("range object index out of range");
+    return items[static_cast<size_t>(i)];
   }
   if (key.is_string()) return get_attr(obj, key.as_string(), line);
   return Value::undefined(fmt::format("'{}' object has no element", obj.type_name()));
@@ -252,6 +266,10 @@ Result<Value> Interpreter::eval_binary(const Expr& e) {
     if (nums) return Value::number(a.as_double() + b.as_double());
     if (a.is_string() && b.is_string()) {
       KEEL_RETURN_IF_ERROR(at_line(charge_string(a.as_string().size() + b.as_string().size()), line));
+      if (a.is_markup() || b.is_markup()) {  // Markup + str escapes the plain side
+        return Value::safe_string((a.is_markup() ? a.as_string() : html_escape(a.as_string())) +
+                                  (b.is_markup() ? b.as_string() : html_escape(b.as_string())));
+      }
       return Value::string(a.as_string() + b.as_string());
     }
     if (a.is_sequence() && a.kind() == b.kind()) {
@@ -288,7 +306,7 @@ Result<Value> Interpreter::eval_binary(const Expr& e) {
       KEEL_RETURN_IF_ERROR(at_line(charge_string(unit * static_cast<size_t>(n)), line));
       std::string out;
       for (int64_t k = 0; k < n; ++k) out += seq.as_string();
-      return Value::string(std::move(out));
+      return seq.is_markup() ? Value::safe_string(std::move(out)) : Value::string(std::move(out));
     }
     const size_t unit = seq.as_list().size();
     if (unit > 0 && static_cast<uint64_t>(n) > options_.limits.max_loop_iterations / unit) {
@@ -363,6 +381,16 @@ Result<bool> contains(const Value& container, const Value& item, int line) {
       }
       return false;
     case Kind::kDict: return item.is_string() && container.as_dict().find(item.as_string()) != nullptr;
+    case Kind::kIterator: {
+      IterState& it = container.as_iter();
+      for (size_t k = it.pos; k < it.items.size(); ++k) {
+        if (!it.items[k].equals(item)) continue;
+        if (it.single_use) it.pos = k + 1;  // Python's `in` consumes a generator up to the match
+        return true;
+      }
+      if (it.single_use) it.pos = it.items.size();
+      return false;
+    }
     default:
       return make_error(ErrorCode::kInvalidArgument, "line {}: argument of type '{}' is not iterable", line,
                         container.type_name());

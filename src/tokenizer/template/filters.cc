@@ -96,6 +96,9 @@ Result<Value> filter_length(const Value& v) {
     case Kind::kList:
     case Kind::kTuple: return Value::integer(static_cast<int64_t>(v.as_list().size()));
     case Kind::kDict: return Value::integer(static_cast<int64_t>(v.as_dict().items.size()));
+    case Kind::kIterator:
+      if (v.as_iter().has_len) return Value::integer(static_cast<int64_t>(v.as_iter().items.size()));
+      [[fallthrough]];
     default: return make_error(ErrorCode::kInvalidArgument, "object of type '{}' has no len()", v.type_name());
   }
 }
@@ -144,6 +147,7 @@ Result<Value> filter_join(Interpreter& in, const Value& v, const Params& p, int 
       KEEL_ASSIGN_OR_RETURN(std::string path, to_str(*attribute));
       KEEL_ASSIGN_OR_RETURN(item, get_path(in, item, path, line));
     }
+    if (item.is_markup()) return make_error(ErrorCode::kUnsupported, "join of |safe strings");
     KEEL_ASSIGN_OR_RETURN(std::string s, to_str(item));
     if (k > 0) out += sep;
     out += s;
@@ -155,7 +159,10 @@ Result<Value> filter_join(Interpreter& in, const Value& v, const Params& p, int 
 // select/reject/selectattr/rejectattr.
 Result<Value> filter_select(Interpreter& in, const Value& v, const CallArgs& args, bool by_attr, bool keep,
                             int line) {
-  KEEL_ASSIGN_OR_RETURN(List items, in.iterate(v, line));
+  List items;
+  if (v.truthy()) {  // jinja2: `if seq: for item in seq` (None and empty inputs yield nothing)
+    KEEL_ASSIGN_OR_RETURN(items, in.iterate(v, line));
+  }
   size_t next = 0;
   std::string attr;
   if (by_attr) {
@@ -185,11 +192,14 @@ Result<Value> filter_select(Interpreter& in, const Value& v, const CallArgs& arg
     }
     if (pass == keep) out.push_back(item);
   }
-  return Value::list(std::move(out));
+  return Value::generator(std::move(out));
 }
 
 Result<Value> filter_map(Interpreter& in, const Value& v, const CallArgs& args, int line) {
-  KEEL_ASSIGN_OR_RETURN(List items, in.iterate(v, line));
+  List items;
+  if (v.truthy()) {
+    KEEL_ASSIGN_OR_RETURN(items, in.iterate(v, line));
+  }
   List out;
   if (const Value* attribute = args.find_keyword("attribute")) {
     KEEL_ASSIGN_OR_RETURN(std::string path, to_str(*attribute));
@@ -198,7 +208,7 @@ Result<Value> filter_map(Interpreter& in, const Value& v, const CallArgs& args, 
       KEEL_ASSIGN_OR_RETURN(Value got, get_path(in, item, path, line));
       out.push_back(got.is_undefined() && dflt != nullptr ? *dflt : got);
     }
-    return Value::list(std::move(out));
+    return Value::generator(std::move(out));
   }
   if (args.positional.empty() || !args.positional[0].is_string()) {
     return make_error(ErrorCode::kInvalidArgument, "map needs a filter name or attribute=");
@@ -212,7 +222,7 @@ Result<Value> filter_map(Interpreter& in, const Value& v, const CallArgs& args, 
     KEEL_ASSIGN_OR_RETURN(Value mapped, apply_filter(in, name, item, rest, line));
     out.push_back(std::move(mapped));
   }
-  return Value::list(std::move(out));
+  return Value::generator(std::move(out));
 }
 
 Result<Value> filter_dictsort(const Value& v, const Params& p) {
@@ -268,7 +278,7 @@ Result<Value> filter_unique(Interpreter& in, const Value& v, const Params& p, in
     seen.push_back(key);
     out.push_back(item);
   }
-  return Value::list(std::move(out));
+  return Value::generator(std::move(out));
 }
 
 Result<Value> filter_int(const Value& v, const Params& p) {
@@ -363,21 +373,6 @@ Result<Value> filter_minmax(Interpreter& in, const Value& v, const Params& p, bo
   return items[best];
 }
 
-std::string html_escape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out.push_back(c);
-    }
-  }
-  return out;
-}
-
 constexpr std::string_view kFilters[] = {
     "abs",    "attr",   "capitalize", "count", "d",       "default", "dictsort", "e",        "escape",
     "first",  "float",  "indent",     "int",   "items",   "join",    "last",     "length",   "list",
@@ -403,6 +398,12 @@ Result<Value> apply_filter(Interpreter& in, std::string_view name, const Value& 
     KEEL_ASSIGN_OR_RETURN(std::string s, as_text(v));
     return Value::string(fn(s));
   };
+  // Markup-aware variants of the other filters (escaping their arguments) are not carried.
+  static constexpr std::string_view kMarkupSafe[] = {"length", "count", "tojson", "string", "trim", "safe", "e",
+                                                     "escape", "default", "d", "list", "wordcount", "first", "last"};
+  if (v.is_markup() && std::find(std::begin(kMarkupSafe), std::end(kMarkupSafe), name) == std::end(kMarkupSafe)) {
+    return make_error(ErrorCode::kUnsupported, "filter '{}' on a |safe string", name);
+  }
   if (name == "tojson") {
     KEEL_ASSIGN_OR_RETURN(Params p, params({"ensure_ascii", "indent", "separators", "sort_keys"}));
     return filter_tojson(v, p);
@@ -412,14 +413,26 @@ Result<Value> apply_filter(Interpreter& in, std::string_view name, const Value& 
     KEEL_ASSIGN_OR_RETURN(Params p, params({"chars"}));
     KEEL_ASSIGN_OR_RETURN(std::string s, as_text(v));
     const Value* chars = p.get(0);
-    if (chars == nullptr || chars->is_none()) return Value::string(std::string(py_strip(s, true, true)));
-    KEEL_ASSIGN_OR_RETURN(std::string cs, to_str(*chars));
-    return Value::string(std::string(py_strip_chars(s, cs, true, true)));
+    std::string out(py_strip(s, true, true));
+    if (chars != nullptr && !chars->is_none()) {
+      KEEL_ASSIGN_OR_RETURN(std::string cs, to_str(*chars));
+      out = std::string(py_strip_chars(s, cs, true, true));
+    }
+    return v.is_markup() ? Value::safe_string(std::move(out)) : Value::string(std::move(out));  // Markup.strip
   }
-  if (name == "string" || name == "safe") {
-    if (name == "safe" && v.is_string()) return v;
+  if (name == "string") {
+    if (v.is_string()) return v;  // soft_str keeps Markup
     KEEL_ASSIGN_OR_RETURN(std::string s, as_text(v));
     return Value::string(std::move(s));
+  }
+  if (name == "safe") {
+    KEEL_ASSIGN_OR_RETURN(std::string s, as_text(v));
+    return Value::safe_string(std::move(s));
+  }
+  if (name == "e" || name == "escape") {
+    if (v.is_markup()) return v;
+    KEEL_ASSIGN_OR_RETURN(std::string s, as_text(v));
+    return Value::safe_string(html_escape(s));
   }
   if (name == "default" || name == "d") {
     KEEL_ASSIGN_OR_RETURN(Params p, params({"default_value", "boolean"}));
@@ -433,7 +446,6 @@ Result<Value> apply_filter(Interpreter& in, std::string_view name, const Value& 
   if (name == "lower") return text_filter([](const std::string& s) { return py_lower(s); });
   if (name == "capitalize") return text_filter([](const std::string& s) { return py_capitalize(s); });
   if (name == "title") return text_filter([](const std::string& s) { return py_title(s); });
-  if (name == "e" || name == "escape") return text_filter([](const std::string& s) { return html_escape(s); });
   if (name == "wordcount") {
     KEEL_ASSIGN_OR_RETURN(std::string s, as_text(v));
     return Value::integer(static_cast<int64_t>(py_split_whitespace(s, -1).size()));
@@ -450,17 +462,26 @@ Result<Value> apply_filter(Interpreter& in, std::string_view name, const Value& 
     return Value::string(std::move(out));
   }
   if (name == "items") {
-    if (v.is_undefined()) return Value::list({});
+    if (v.is_undefined()) return Value::generator({});
     if (!v.is_dict()) return make_error(ErrorCode::kInvalidArgument, "items filter expects a mapping");
     List out;
     for (const auto& [key, item] : v.as_dict().items) out.push_back(Value::tuple({Value::string(key), item}));
-    return Value::list(std::move(out));
+    return Value::generator(std::move(out));
   }
   if (name == "list") {
     KEEL_ASSIGN_OR_RETURN(List items, in.iterate(v, line));
     return Value::list(std::move(items));
   }
   if (name == "first" || name == "last") {
+    if (v.kind() == Kind::kIterator) {
+      IterState& it = v.as_iter();
+      if (name == "last" && it.single_use) {
+        return make_error(ErrorCode::kInvalidArgument, "'{}' object is not reversible", it.type_name);
+      }
+      if (it.pos >= it.items.size()) return Value::undefined(fmt::format("No {} item, sequence was empty.", name));
+      if (name == "last") return it.items.back();
+      return it.single_use ? it.items[it.pos++] : it.items[it.pos];
+    }
     KEEL_ASSIGN_OR_RETURN(List items, in.iterate(v, line));
     if (items.empty()) return Value::undefined(fmt::format("No {} item, sequence was empty.", name));
     return name == "first" ? items.front() : items.back();
@@ -472,9 +493,14 @@ Result<Value> apply_filter(Interpreter& in, std::string_view name, const Value& 
       for (auto it = chars.rbegin(); it != chars.rend(); ++it) out += it->as_string();
       return Value::string(std::move(out));
     }
+    const bool reversible = v.is_sequence() || v.is_dict() || (v.kind() == Kind::kIterator && !v.as_iter().single_use);
     KEEL_ASSIGN_OR_RETURN(List items, in.iterate(v, line));
     std::reverse(items.begin(), items.end());
-    return Value::list(std::move(items));
+    if (!reversible) return Value::list(std::move(items));  // jinja2: list(value) reversed
+    IterState it;  // reversed(value): a single-use iterator
+    it.items = std::move(items);
+    it.type_name = v.is_dict() ? "dict_reversekeyiterator" : "reverseiterator";
+    return Value::iterator(std::move(it));
   }
   if (name == "select" || name == "reject") return filter_select(in, v, args, false, name == "select", line);
   if (name == "selectattr" || name == "rejectattr") {

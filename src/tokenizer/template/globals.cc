@@ -31,11 +31,16 @@ Result<Value> range_fn(Interpreter& in, const CallArgs& args) {
                       in.options().limits.max_loop_iterations);
   }
   KEEL_RETURN_IF_ERROR(in.charge_iterations(n));
-  List items;
-  items.reserve(static_cast<size_t>(n));
+  IterState range;
+  range.single_use = false;
+  range.has_len = true;
+  range.subscriptable = true;
+  range.type_name = "range";
+  range.repr = step == 1 ? fmt::format("range({}, {})", start, stop) : fmt::format("range({}, {}, {})", start, stop, step);
+  range.items.reserve(static_cast<size_t>(n));
   int64_t x = start;
-  for (uint64_t k = 0; k < n; ++k, x = k < n ? x + step : x) items.push_back(Value::integer(x));
-  return Value::list(std::move(items));
+  for (uint64_t k = 0; k < n; ++k, x = k < n ? x + step : x) range.items.push_back(Value::integer(x));
+  return Value::iterator(std::move(range));
 }
 
 // namespace(dict?, **kwargs) and dict(**kwargs) share their argument handling.

@@ -66,9 +66,12 @@ Result<bool> apply_test(Interpreter& in, std::string_view name, const Value& v, 
   // Undefined supports iter() and len() in jinja2, so it passes these two.
   if (name == "iterable") {
     return k == Kind::kUndefined || k == Kind::kString || v.is_sequence() || k == Kind::kDict ||
-           (k == Kind::kObject && v.as_object().type == Object::Type::kLoop);
+           k == Kind::kIterator || (k == Kind::kObject && v.as_object().type == Object::Type::kLoop);
   }
-  if (name == "sequence") return k == Kind::kUndefined || k == Kind::kString || v.is_sequence() || k == Kind::kDict;
+  if (name == "sequence") {
+    return k == Kind::kUndefined || k == Kind::kString || v.is_sequence() || k == Kind::kDict ||
+           (k == Kind::kIterator && v.as_iter().subscriptable);
+  }
   if (name == "callable") {
     return k == Kind::kCallable || (k == Kind::kObject && v.as_object().type == Object::Type::kLoop);
   }

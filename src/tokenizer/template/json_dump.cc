@@ -74,7 +74,8 @@ Status dump(const Value& v, const JsonStyle& style, int depth, std::string& out)
     }
     case Kind::kUndefined:
     case Kind::kObject:
-    case Kind::kCallable: break;
+    case Kind::kCallable:
+    case Kind::kIterator: break;
   }
   return make_error(ErrorCode::kInvalidArgument, "tojson: object of type {} is not JSON serializable", v.type_name());
 }

@@ -210,13 +210,16 @@ std::optional<Fn> dict_method(const Value& d, std::string_view name) {
     const int which = name == "items" ? 0 : name == "keys" ? 1 : 2;
     return [d, which](Interpreter&, const CallArgs& args) -> Result<Value> {
       KEEL_RETURN_IF_ERROR(arity(args, "dict.items", 0));
-      List out;
+      IterState view;
+      view.single_use = false;
+      view.has_len = true;
+      view.type_name = which == 0 ? "dict_items" : which == 1 ? "dict_keys" : "dict_values";
       for (const auto& [key, item] : d.as_dict().items) {
-        if (which == 0) out.push_back(Value::tuple({Value::string(key), item}));
-        if (which == 1) out.push_back(Value::string(key));
-        if (which == 2) out.push_back(item);
+        if (which == 0) view.items.push_back(Value::tuple({Value::string(key), item}));
+        if (which == 1) view.items.push_back(Value::string(key));
+        if (which == 2) view.items.push_back(item);
       }
-      return Value::list(std::move(out));
+      return Value::iterator(std::move(view));
     };
   }
   if (name == "copy") return [d](Interpreter&, const CallArgs&) -> Result<Value> { return d; };
@@ -255,7 +258,13 @@ std::optional<Fn> list_method(const Value& l, std::string_view name) {
 
 std::optional<Value> bound_method(const Value& obj, std::string_view name) {
   std::optional<Fn> fn;
-  if (obj.is_string()) fn = string_method(obj.as_string(), name);
+  if (obj.is_markup()) {
+    fn = [name = std::string(name)](Interpreter&, const CallArgs&) -> Result<Value> {
+      return make_error(ErrorCode::kUnsupported, "str.{}() on a |safe string", name);
+    };
+  } else if (obj.is_string()) {
+    fn = string_method(obj.as_string(), name);
+  }
   if (obj.is_dict()) fn = dict_method(obj, name);
   if (obj.is_sequence()) fn = list_method(obj, name);
   if (!fn) return std::nullopt;

@@ -74,9 +74,58 @@ Status Parser::expect_block_end() {
   return Status::ok_status();
 }
 
+namespace {
+
+// jinja2 rejects an unknown filter or test at compile time unless it sits in an if statement or a
+// conditional expression ("soft" frames; loop and macro bodies are not soft), where it fails only if
+// evaluated. keel follows the same rule so that it accepts exactly the templates jinja2 accepts.
+Status check_expr_names(const Expr* e, bool soft) {
+  if (e == nullptr) return Status::ok_status();
+  if (e->kind == Expr::Kind::kCond) soft = true;
+  if (e->unknown && !soft) {
+    return make_error(ErrorCode::kUnsupported, "line {}: {} '{}' is not supported", e->line,
+                      e->kind == Expr::Kind::kFilter ? "filter" : "test", e->name);
+  }
+  for (const ExprPtr& c : e->children) KEEL_RETURN_IF_ERROR(check_expr_names(c.get(), soft));
+  for (const auto& [name, c] : e->kwargs) KEEL_RETURN_IF_ERROR(check_expr_names(c.get(), soft));
+  return Status::ok_status();
+}
+
+Status check_body_names(const Body& body, bool soft) {
+  for (const NodePtr& n : body) {
+    switch (n->kind) {
+      case Node::Kind::kIf:
+        for (const auto& [cond, branch] : n->branches) {
+          KEEL_RETURN_IF_ERROR(check_expr_names(cond.get(), true));
+          KEEL_RETURN_IF_ERROR(check_body_names(branch, true));
+        }
+        break;
+      case Node::Kind::kFor:
+        KEEL_RETURN_IF_ERROR(check_expr_names(n->expr.get(), soft));
+        KEEL_RETURN_IF_ERROR(check_expr_names(n->cond.get(), false));
+        KEEL_RETURN_IF_ERROR(check_body_names(n->body, false));
+        KEEL_RETURN_IF_ERROR(check_body_names(n->else_body, false));
+        break;
+      case Node::Kind::kMacro:
+      case Node::Kind::kCallBlock:
+        for (const ExprPtr& d : n->defaults) KEEL_RETURN_IF_ERROR(check_expr_names(d.get(), false));
+        KEEL_RETURN_IF_ERROR(check_expr_names(n->expr.get(), soft));
+        KEEL_RETURN_IF_ERROR(check_body_names(n->body, false));
+        break;
+      default:
+        KEEL_RETURN_IF_ERROR(check_expr_names(n->expr.get(), soft));
+        KEEL_RETURN_IF_ERROR(check_body_names(n->body, false));
+    }
+  }
+  return Status::ok_status();
+}
+
+}  // namespace
+
 Result<Program> Parser::parse() {
   std::string found;
   KEEL_ASSIGN_OR_RETURN(Body body, parse_body({}, &found, 0));
+  KEEL_RETURN_IF_ERROR(check_body_names(body, false));
   return Program{std::move(body)};
 }
 

@@ -391,10 +391,8 @@ Result<ExprPtr> Parser::parse_filter(ExprPtr node) {
     KEEL_ASSIGN_OR_RETURN(std::string part, expect_name());
     name += "." + part;
   }
-  if (!is_known_filter(name)) {
-    return make_error(ErrorCode::kUnsupported, "line {}: filter '{}' is not supported", line, name);
-  }
   auto e = make_expr(Expr::Kind::kFilter, line);
+  e->unknown = !is_known_filter(name);
   e->name = std::move(name);
   e->children.push_back(std::move(node));
   if (at_op("(")) KEEL_RETURN_IF_ERROR(parse_call_args(*e));
@@ -405,10 +403,8 @@ Result<ExprPtr> Parser::parse_test(ExprPtr node) {
   const int line = next().line;  // is
   const bool negated = skip_name("not");
   KEEL_ASSIGN_OR_RETURN(std::string name, expect_name());
-  if (!is_known_test(name)) {
-    return make_error(ErrorCode::kUnsupported, "line {}: test '{}' is not supported", line, name);
-  }
   auto e = make_expr(Expr::Kind::kTest, line);
+  e->unknown = !is_known_test(name);
   e->name = std::move(name);
   e->negated = negated;
   e->children.push_back(std::move(node));

@@ -41,6 +41,8 @@ std::string py_lower(std::string_view s);
 std::string py_capitalize(std::string_view s);
 std::string py_title(std::string_view s);
 
+// markupsafe.escape: & < > " ' as &amp; &lt; &gt; &#34; &#39;.
+std::string html_escape(std::string_view s);
 // repr(float): shortest round-trip digits, '1.0', '1e+16', '1e-05', 'inf', 'nan'.
 std::string py_float_repr(double d);
 // repr(str): quoted with ' (or " when the text holds ' but no "), escapes as Python writes them.

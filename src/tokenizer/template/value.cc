@@ -75,6 +75,12 @@ Value Value::string(std::string s) {
   return v;
 }
 
+Value Value::safe_string(std::string s) {
+  Value v = string(std::move(s));
+  v.b_ = true;
+  return v;
+}
+
 Value Value::list(List items) {
   Value v;
   v.kind_ = Kind::kList;
@@ -109,6 +115,20 @@ Value Value::callable(std::string name, std::function<Result<Value>(Interpreter&
   return v;
 }
 
+Value Value::iterator(IterState state) {
+  Value v;
+  v.kind_ = Kind::kIterator;
+  v.iter_ = std::make_shared<IterState>(std::move(state));
+  return v;
+}
+
+Value Value::generator(List items) {
+  IterState state;
+  state.items = std::move(items);
+  state.type_name = "generator";
+  return iterator(std::move(state));
+}
+
 bool Value::truthy() const {
   switch (kind_) {
     case Kind::kUndefined:
@@ -122,6 +142,7 @@ bool Value::truthy() const {
     case Kind::kDict: return !dict_->items.empty();
     case Kind::kObject:
     case Kind::kCallable: return true;
+    case Kind::kIterator: return !iter_->has_len || iter_->pos < iter_->items.size();
   }
   return false;
 }
@@ -154,6 +175,7 @@ bool Value::equals(const Value& other) const {
     }
     case Kind::kObject: return object_ == other.object_;
     case Kind::kCallable: return callable_ == other.callable_;
+    case Kind::kIterator: return iter_ == other.iter_;
     default: return false;
   }
 }
@@ -171,6 +193,7 @@ std::string_view Value::type_name() const {
     case Kind::kDict: return "dict";
     case Kind::kObject: return object_->type == Object::Type::kLoop ? "LoopContext" : "Namespace";
     case Kind::kCallable: return "function";
+    case Kind::kIterator: return iter_->type_name;
   }
   return "?";
 }
@@ -229,11 +252,22 @@ Result<std::string> to_str(const Value& v) {
     }
     case Kind::kCallable:
       return make_error(ErrorCode::kUnsupported, "cannot print the callable '{}'", v.as_callable().name);
+    case Kind::kIterator: {
+      const IterState& it = v.as_iter();
+      if (!it.repr.empty()) return it.repr;
+      if (it.type_name.starts_with("dict_")) {
+        KEEL_ASSIGN_OR_RETURN(std::string items, container_repr(Value::list(it.items)));
+        return it.type_name + "(" + items + ")";
+      }
+      return make_error(ErrorCode::kUnsupported, "cannot print a {} object (Python prints its address)",
+                        it.type_name);
+    }
   }
   return std::string();
 }
 
 Result<std::string> to_repr(const Value& v) {
+  if (v.is_markup()) return "Markup(" + py_str_repr(v.as_string()) + ")";
   if (v.kind() == Kind::kString) return py_str_repr(v.as_string());
   if (v.is_undefined()) return std::string("Undefined");
   return to_str(v);

@@ -22,7 +22,10 @@ namespace keel::tokenizer::jinja {
 class Interpreter;
 class Value;
 
-enum class Kind { kUndefined, kNone, kBool, kInt, kFloat, kString, kList, kTuple, kDict, kObject, kCallable };
+enum class Kind {
+  kUndefined, kNone, kBool, kInt, kFloat, kString, kList, kTuple, kDict, kObject, kCallable,
+  kIterator,  // a generator (map/select/...), reversed(), dict view or range: see IterState
+};
 
 using List = std::vector<Value>;
 
@@ -52,6 +55,19 @@ struct Object {
   Dict attrs;
 };
 
+// Python iterables that are not lists: jinja2's map/select/reject/unique/items filters return
+// generators (single use, always truthy, no len(), unprintable, not JSON), reverse returns a reverse
+// iterator, dict.items()/keys()/values() return views and range() a range (multi-use, with len()).
+struct IterState {
+  List items;
+  size_t pos = 0;              // single-use iterators: items before pos are consumed
+  bool single_use = true;
+  bool has_len = false;
+  bool subscriptable = false;  // range
+  std::string type_name;       // "generator", "dict_items", "range", ...
+  std::string repr;            // range's printed form
+};
+
 class Value {
  public:
   Value() = default;  // Undefined
@@ -61,16 +77,21 @@ class Value {
   static Value integer(int64_t i);
   static Value number(double d);
   static Value string(std::string s);
+  // markupsafe.Markup (what `|safe` and `|escape` return): `+` with a plain str escapes the str.
+  static Value safe_string(std::string s);
   static Value list(List items);
   static Value tuple(List items);
   static Value dict(Dict d);
   static Value object(std::shared_ptr<Object> o);
   static Value callable(std::string name, std::function<Result<Value>(Interpreter&, const CallArgs&)> fn);
+  static Value iterator(IterState state);
+  static Value generator(List items);  // what jinja2's map/select/... filters return
 
   Kind kind() const { return kind_; }
   bool is_undefined() const { return kind_ == Kind::kUndefined; }
   bool is_none() const { return kind_ == Kind::kNone; }
   bool is_string() const { return kind_ == Kind::kString; }
+  bool is_markup() const { return kind_ == Kind::kString && b_; }
   bool is_sequence() const { return kind_ == Kind::kList || kind_ == Kind::kTuple; }
   bool is_dict() const { return kind_ == Kind::kDict; }
   // bool, int and float (Python's bool is an int).
@@ -86,6 +107,7 @@ class Value {
   Object& as_object() const { return *object_; }
   const std::shared_ptr<Object>& object_ptr() const { return object_; }
   const Callable& as_callable() const { return *callable_; }
+  IterState& as_iter() const { return *iter_; }
 
   // Python truthiness (Undefined is false).
   bool truthy() const;
@@ -104,6 +126,7 @@ class Value {
   std::shared_ptr<const Dict> dict_;
   std::shared_ptr<Object> object_;
   std::shared_ptr<const Callable> callable_;
+  std::shared_ptr<IterState> iter_;
 };
 
 // Python `str(v)`: what `{{ v }}` prints. Undefined prints as ""; callables are an error.

@@ -312,6 +312,10 @@ SNIPPETS = [
     ("f_tojson_indent_str", "{{ v | tojson(indent='\t') }}|{{ v | tojson(indent=0) }}", {"v": {"a": [1, {"b": 2}]}}),
     ("f_tojson_tuple", "{{ (1, 'a') | tojson }} {{ d.items() | list | tojson }}", {"d": {"k": "v"}}),
     ("f_filter_block", "{% filter upper %}abc {{ 'd' }}{% endfilter %}", {}),
+    ("f_safe_markup", "{{ \"a'\" | safe + '<b>' }}|{{ 'x' + ('&' | safe) }}|{{ ('<' | safe) * 2 + '>' }}|"
+                      "{{ ['<' | safe, '<'] }}|{{ '<' | e }}|{{ '<' | e | e }}|{{ ('<' | safe) ~ '<' }}|"
+                      "{{ 'Use ' | safe + t.name + '\n' | safe + t | tojson }}|{{ ' <a> ' | safe | trim + '&' }}",
+     {"t": {"name": "x&y", "d": "\"q\""}}),
     # tests
     ("tests", "{{ 'x' is string }} {{ none is none }} {{ [] is iterable }} {{ {} is mapping }} {{ 'a' is iterable }} "
               "{{ 1 is number }} {{ true is number }} {{ true is integer }} {{ 1.0 is float }} {{ true is boolean }} "
