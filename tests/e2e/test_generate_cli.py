@@ -41,7 +41,7 @@ def test_stats_json(keel_bin, model_path, tmp_path):
 
 
 @pytest.mark.parametrize("args,needle", [
-    (["--model", "/nonexistent/model.gguf", "--prompt", "hi"], "cannot open"),
+    (["--model", "/nonexistent/model.gguf", "--prompt", "hi"], "does not exist"),
     (["--prompt", "hi", "--chat", "hi"], "exactly one of"),
     (["--prompt", "hi", "-n", "0"], "max-tokens"),
     (["--prompt", "hi", "--top-p", "0"], "top_p"),
