@@ -47,16 +47,16 @@ class ByteCursor {
     if (n > remaining()) {
       pos_ = start;
       return make_error(ErrorCode::kCorruptFile,
-                        "{} at byte {}: string length {} runs past the end of the data ({} bytes left)",
-                        what, start, n, remaining());
+                        "{} at byte {}: string length {} runs past the end of the data ({} bytes left)", what, start, n,
+                        remaining());
     }
     return read_bytes(n, what);
   }
 
  private:
   Status truncated(std::string_view what, uint64_t need) const {
-    return make_error(ErrorCode::kCorruptFile, "{} at byte {}: need {} bytes, only {} left (truncated file?)",
-                      what, pos_, need, remaining());
+    return make_error(ErrorCode::kCorruptFile, "{} at byte {}: need {} bytes, only {} left (truncated file?)", what,
+                      pos_, need, remaining());
   }
 
   std::span<const uint8_t> bytes_;

@@ -224,8 +224,8 @@ Result<GgufTensorInfo> GgufParser::parse_tensor_info(uint64_t index) {
   KEEL_ASSIGN_OR_RETURN(uint32_t ggml_type, cur_.read<uint32_t>(what));
   std::optional<tensor::DType> dtype = tensor::dtype_from_ggml_type(ggml_type);
   if (!dtype) {
-    return make_error(ErrorCode::kUnsupported, "{} has ggml type {} ({}), which keel does not read", what,
-                      ggml_type, tensor::ggml_type_name(ggml_type));
+    return make_error(ErrorCode::kUnsupported, "{} has ggml type {} ({}), which keel does not read", what, ggml_type,
+                      tensor::ggml_type_name(ggml_type));
   }
   info.dtype = *dtype;
   KEEL_ASSIGN_OR_RETURN(info.offset, cur_.read<uint64_t>(what));
@@ -245,8 +245,8 @@ Result<GgufTensorInfo> GgufParser::parse_tensor_info(uint64_t index) {
   }
   info.size_bytes = static_cast<size_t>(size);
   if (info.offset % out_->alignment_ != 0) {
-    return make_error(ErrorCode::kCorruptFile, "{}: offset {} is not a multiple of the alignment {}", what,
-                      info.offset, out_->alignment_);
+    return make_error(ErrorCode::kCorruptFile, "{}: offset {} is not a multiple of the alignment {}", what, info.offset,
+                      out_->alignment_);
   }
   return info;
 }
@@ -265,10 +265,9 @@ Status GgufParser::place_data_section() {
     }
     by_offset.push_back(&t);
   }
-  std::sort(by_offset.begin(), by_offset.end(),
-            [](const GgufTensorInfo* a, const GgufTensorInfo* b) {
-              return std::pair(a->offset, a->size_bytes) < std::pair(b->offset, b->size_bytes);
-            });
+  std::sort(by_offset.begin(), by_offset.end(), [](const GgufTensorInfo* a, const GgufTensorInfo* b) {
+    return std::pair(a->offset, a->size_bytes) < std::pair(b->offset, b->size_bytes);
+  });
   for (size_t i = 1; i < by_offset.size(); ++i) {
     const GgufTensorInfo& prev = *by_offset[i - 1];
     if (prev.offset + prev.size_bytes > by_offset[i]->offset) {

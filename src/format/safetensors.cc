@@ -42,8 +42,8 @@ Result<std::string> SafetensorsParser::resolve(const std::string& path) {
     return make_error(ErrorCode::kNotFound, "{} holds no {}, {} or other .safetensors file", path, kIndexName,
                       kSingleName);
   }
-  return make_error(ErrorCode::kInvalidArgument, "{} holds {} .safetensors files but no {} saying how they fit",
-                    path, found.size(), kIndexName);
+  return make_error(ErrorCode::kInvalidArgument, "{} holds {} .safetensors files but no {} saying how they fit", path,
+                    found.size(), kIndexName);
 }
 
 Status SafetensorsParser::open_single(const std::string& path, SafetensorsSet& set) {

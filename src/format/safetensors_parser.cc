@@ -46,21 +46,21 @@ Result<Entry> parse_entry(const std::string& name, const json& v, const std::str
   const std::string dtype_name = dtype_it->get<std::string>();
   std::optional<tensor::DType> dtype = tensor::dtype_from_safetensors(dtype_name);
   if (!dtype) {
-    return make_error(ErrorCode::kUnsupported, "{}: tensor '{}' has dtype {}, which keel does not read", label,
-                      name, dtype_name);
+    return make_error(ErrorCode::kUnsupported, "{}: tensor '{}' has dtype {}, which keel does not read", label, name,
+                      dtype_name);
   }
   Entry e{.name = name, .dtype = *dtype, .shape = {}, .begin = 0, .end = 0};
   if (!shape_it->is_array()) return corrupt(label, fmt::format("tensor '{}': shape is not an array", name));
   if (shape_it->size() > static_cast<size_t>(tensor::kMaxDims)) {
-    return make_error(ErrorCode::kUnsupported, "{}: tensor '{}' has {} dimensions (keel reads at most {})", label,
-                      name, shape_it->size(), tensor::kMaxDims);
+    return make_error(ErrorCode::kUnsupported, "{}: tensor '{}' has {} dimensions (keel reads at most {})", label, name,
+                      shape_it->size(), tensor::kMaxDims);
   }
   int64_t numel = 1;
   for (const json& d : *shape_it) {
     if (!d.is_number_unsigned() || d.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ||
         __builtin_mul_overflow(numel, d.get<int64_t>(), &numel)) {
-      return corrupt(label, fmt::format("tensor '{}': shape {} is not a list of sizes that fit int64", name,
-                                        shape_it->dump()));
+      return corrupt(
+          label, fmt::format("tensor '{}': shape {} is not a list of sizes that fit int64", name, shape_it->dump()));
     }
     e.shape.dims[static_cast<size_t>(e.shape.rank++)] = d.get<int64_t>();
   }
@@ -70,8 +70,8 @@ Result<Entry> parse_entry(const std::string& name, const json& v, const std::str
   KEEL_ASSIGN_OR_RETURN(e.begin, offset_value((*offsets_it)[0], label, name));
   KEEL_ASSIGN_OR_RETURN(e.end, offset_value((*offsets_it)[1], label, name));
   uint64_t want_bytes = 0;
-  if (e.end < e.begin || __builtin_mul_overflow(static_cast<uint64_t>(numel),
-                                                tensor::dtype_info(e.dtype).block_bytes, &want_bytes) ||
+  if (e.end < e.begin ||
+      __builtin_mul_overflow(static_cast<uint64_t>(numel), tensor::dtype_info(e.dtype).block_bytes, &want_bytes) ||
       want_bytes != e.end - e.begin) {
     return corrupt(label, fmt::format("tensor '{}': data_offsets [{}, {}) do not hold {} {} elements", name, e.begin,
                                       e.end, numel, dtype_name));
@@ -89,8 +89,7 @@ Status parse_metadata(const json& v, const std::string& label, std::unordered_ma
 }
 
 Status parse_header_json(const json& header, std::span<const uint8_t> data, const std::string& label,
-                         std::vector<SafetensorsTensor>& out,
-                         std::unordered_map<std::string, std::string>* metadata) {
+                         std::vector<SafetensorsTensor>& out, std::unordered_map<std::string, std::string>* metadata) {
   if (!header.is_object()) return corrupt(label, "header is not a JSON object");
   std::vector<Entry> entries;
   entries.reserve(header.size());
@@ -129,12 +128,13 @@ Status parse_header_json(const json& header, std::span<const uint8_t> data, cons
 Status SafetensorsParser::parse_file(std::span<const uint8_t> bytes, const std::string& label,
                                      std::vector<SafetensorsTensor>& out,
                                      std::unordered_map<std::string, std::string>* metadata) {
-  if (bytes.size() < 8) return corrupt(label, fmt::format("{} bytes is too short for a safetensors file", bytes.size()));
+  if (bytes.size() < 8)
+    return corrupt(label, fmt::format("{} bytes is too short for a safetensors file", bytes.size()));
   uint64_t header_bytes = 0;
   std::memcpy(&header_bytes, bytes.data(), 8);
   if (header_bytes > bytes.size() - 8) {
-    return corrupt(label, fmt::format("header length {} runs past the end of the file ({} bytes)", header_bytes,
-                                      bytes.size()));
+    return corrupt(
+        label, fmt::format("header length {} runs past the end of the file ({} bytes)", header_bytes, bytes.size()));
   }
   if (header_bytes > kMaxHeaderBytes) {
     return make_error(ErrorCode::kUnsupported, "{}: header of {} bytes exceeds the {} byte limit", label, header_bytes,

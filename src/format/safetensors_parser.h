@@ -22,8 +22,7 @@ class SafetensorsParser {
   // Appends the tensors of one file (in data-offset order) to `out`; fills `metadata` from
   // __metadata__ when non-null. `label` names the file in errors.
   static Status parse_file(std::span<const uint8_t> bytes, const std::string& label,
-                           std::vector<SafetensorsTensor>& out,
-                           std::unordered_map<std::string, std::string>* metadata);
+                           std::vector<SafetensorsTensor>& out, std::unordered_map<std::string, std::string>* metadata);
 
   // Reads `model.safetensors.index.json`-style JSON: the shard file of every tensor.
   static Result<std::unordered_map<std::string, std::string>> parse_index(std::string_view json_text,

@@ -9,7 +9,7 @@ namespace keel::tensor {
 
 inline constexpr int kQK4_0 = 32;  // elements per Q4_0 / Q4_1 / Q8_0 block
 inline constexpr int kQK8_0 = 32;
-inline constexpr int kQK_K = 256;  // elements per K-quant super-block
+inline constexpr int kQK_K = 256;        // elements per K-quant super-block
 inline constexpr int kKScaleBytes = 12;  // Q4_K: 8 packed 6-bit scales + 8 packed 6-bit mins
 
 // x = d * (q - 8); qs[j] holds element j (low nibble) and j + 16 (high nibble).

@@ -47,12 +47,11 @@ std::optional<DType> dtype_from_ggml_type(uint32_t ggml_type) {
 std::string_view ggml_type_name(uint32_t ggml_type) {
   // ggml.h's enum ggml_type; ids 4, 5 (q4_2, q4_3) and 31-33 (q4_0_4_4 ...) are retired.
   constexpr std::array<std::string_view, 42> kNames = {
-      "f32",     "f16",    "q4_0",     "q4_1",    "q4_2",    "q4_3",    "q5_0",   "q5_1",
-      "q8_0",    "q8_1",   "q2_K",     "q3_K",    "q4_K",    "q5_K",    "q6_K",   "q8_K",
-      "iq2_xxs", "iq2_xs", "iq3_xxs",  "iq1_s",   "iq4_nl",  "iq3_s",   "iq2_s",  "iq4_xs",
-      "i8",      "i16",    "i32",      "i64",     "f64",     "iq1_m",   "bf16",   "q4_0_4_4",
-      "q4_0_4_8", "q4_0_8_8", "tq1_0", "tq2_0",   "iq4_nl_4_4", "iq4_nl_4_8", "iq4_nl_8_8", "mxfp4",
-      "nvfp4",   "q1_0",
+      "f32",        "f16",        "q4_0",       "q4_1",  "q4_2",     "q4_3",     "q5_0",     "q5_1",    "q8_0",
+      "q8_1",       "q2_K",       "q3_K",       "q4_K",  "q5_K",     "q6_K",     "q8_K",     "iq2_xxs", "iq2_xs",
+      "iq3_xxs",    "iq1_s",      "iq4_nl",     "iq3_s", "iq2_s",    "iq4_xs",   "i8",       "i16",     "i32",
+      "i64",        "f64",        "iq1_m",      "bf16",  "q4_0_4_4", "q4_0_4_8", "q4_0_8_8", "tq1_0",   "tq2_0",
+      "iq4_nl_4_4", "iq4_nl_4_8", "iq4_nl_8_8", "mxfp4", "nvfp4",    "q1_0",
   };
   return ggml_type < kNames.size() ? kNames[ggml_type] : "unknown";
 }

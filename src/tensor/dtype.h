@@ -14,20 +14,20 @@ enum class DType : uint8_t {
   kF32,
   kF16,
   kBF16,
-  kQ4_0,  // 32 elements: f16 scale d, 16 bytes of 4-bit q; x = d * (q - 8)
-  kQ4_1,  // 32 elements: f16 d, f16 m, 16 bytes of 4-bit q; x = d * q + m
-  kQ8_0,  // 32 elements: f16 d, 32 int8 q; x = d * q
-  kQ4_K,  // 256 elements: super-block of 8 sub-blocks with 6-bit scales and mins
-  kQ6_K,  // 256 elements: 6-bit q, 16 int8 sub-block scales, f16 d
-  kQ8_K,  // 256 elements: f32 d, 256 int8 q, 16 int16 sums (activation format for K-quant dots)
+  kQ4_0,    // 32 elements: f16 scale d, 16 bytes of 4-bit q; x = d * (q - 8)
+  kQ4_1,    // 32 elements: f16 d, f16 m, 16 bytes of 4-bit q; x = d * q + m
+  kQ8_0,    // 32 elements: f16 d, 32 int8 q; x = d * q
+  kQ4_K,    // 256 elements: super-block of 8 sub-blocks with 6-bit scales and mins
+  kQ6_K,    // 256 elements: 6-bit q, 16 int8 sub-block scales, f16 d
+  kQ8_K,    // 256 elements: f32 d, 256 int8 q, 16 int16 sums (activation format for K-quant dots)
   kF8E4M3,  // fp8 e4m3 with separate block scales (DeepSeek-style; later issue)
   kI32,
 };
 
 struct DTypeInfo {
   std::string_view name;
-  int64_t block_size;     // elements per block (1 for plain types)
-  size_t block_bytes;     // bytes per block
+  int64_t block_size;  // elements per block (1 for plain types)
+  size_t block_bytes;  // bytes per block
   bool quantized;
 };
 

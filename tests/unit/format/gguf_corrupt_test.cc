@@ -52,8 +52,8 @@ TEST(GgufCorrupt, TruncatedVocabFilesFail) {
     for (size_t cut : cut_points(bytes.size(), 60)) {
       Result<GgufFile> f = GgufFile::parse(std::span(bytes).first(cut));
       ASSERT_FALSE(f.ok()) << name << " cut at " << cut;
-      EXPECT_EQ(f.status().code(), ErrorCode::kCorruptFile) << name << " cut at " << cut << ": "
-                                                            << f.status().to_string();
+      EXPECT_EQ(f.status().code(), ErrorCode::kCorruptFile)
+          << name << " cut at " << cut << ": " << f.status().to_string();
     }
   }
 }

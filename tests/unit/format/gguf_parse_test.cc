@@ -91,8 +91,8 @@ TEST(GgufParse, TensorsShapesAlignmentAndViews) {
   const float f32[6] = {1, 2, 3, 4, 5, 6};
   GgufBuilder b;
   b.header(2, 1).kv_u32("general.alignment", 64);
-  b.tensor("a", {3, 2}, 0, 0);      // F32, ne = {3, 2} -> shape [2, 3]
-  b.tensor("q", {64, 1}, 8, 64);    // Q8_0: 2 blocks of 34 bytes
+  b.tensor("a", {3, 2}, 0, 0);    // F32, ne = {3, 2} -> shape [2, 3]
+  b.tensor("q", {64, 1}, 8, 64);  // Q8_0: 2 blocks of 34 bytes
   b.pad_to(64);
   const size_t data_start = b.bytes.size();
   b.data(f32, sizeof f32).pad_to(64).zeros(68);

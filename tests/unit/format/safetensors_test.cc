@@ -124,8 +124,8 @@ class TempDir {
 };
 
 void write_file(const std::string& path, const std::vector<uint8_t>& bytes) {
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
-                                              static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
 }
 
 std::vector<uint8_t> read_file(const std::string& path) {
@@ -169,8 +169,8 @@ TEST(Safetensors, BrokenIndexes) {
     EXPECT_EQ(r.status().code(), code) << r.status().to_string();
     EXPECT_NE(r.status().message().find(needle), std::string::npos) << r.status().to_string();
   };
-  expect(with_index(R"({"weight_map": {"weight": "a.safetensors", "half": "b.safetensors"}})"),
-         ErrorCode::kCorruptFile, "more than one file");
+  expect(with_index(R"({"weight_map": {"weight": "a.safetensors", "half": "b.safetensors"}})"), ErrorCode::kCorruptFile,
+         "more than one file");
   expect(with_index(R"({"weight_map": {"nope": "a.safetensors"}})"), ErrorCode::kCorruptFile, "does not hold it");
   expect(with_index(R"({"weight_map": {"weight": "missing.safetensors"}})"), ErrorCode::kNotFound, "missing");
   expect(with_index(R"({"weight_map": {"weight": "../a.safetensors"}})"), ErrorCode::kCorruptFile, "beside");
@@ -206,7 +206,8 @@ TEST(Safetensors, HeaderValidation) {
   expect_parse_error(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8, k, "do not hold 3 F32");
   expect_parse_error(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})", 8, k, "do not hold");
   expect_parse_error(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
-                     R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", 16, k, "overlap");
+                     R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+                     16, k, "overlap");
   expect_parse_error(R"({"a":{"dtype":"I64","shape":[1],"data_offsets":[0,8]}})", 8, ErrorCode::kUnsupported, "I64");
   expect_parse_error(R"({"a":{"dtype":"F32","shape":[1,1,1,1,1],"data_offsets":[0,4]}})", 4, ErrorCode::kUnsupported,
                      "5 dimensions");

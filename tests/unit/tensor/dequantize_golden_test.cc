@@ -56,8 +56,8 @@ std::vector<T> as(const std::vector<uint8_t>& b) {
 
 DType dtype_named(const std::string& name) {
   static const std::map<std::string, DType> kByName = {
-      {"f32", DType::kF32},   {"f16", DType::kF16},   {"bf16", DType::kBF16}, {"q4_0", DType::kQ4_0},
-      {"q4_1", DType::kQ4_1}, {"q8_0", DType::kQ8_0}, {"q4_k", DType::kQ4_K}, {"q6_k", DType::kQ6_K},
+      {"f32", DType::kF32},   {"f16", DType::kF16},       {"bf16", DType::kBF16}, {"q4_0", DType::kQ4_0},
+      {"q4_1", DType::kQ4_1}, {"q8_0", DType::kQ8_0},     {"q4_k", DType::kQ4_K}, {"q6_k", DType::kQ6_K},
       {"q8_k", DType::kQ8_K}, {"f8_e4m3", DType::kF8E4M3}};
   return kByName.at(name);
 }
