@@ -36,11 +36,6 @@ std::optional<ApiError> refuse_unsupported(const GenerationParams& p) {
                                    "is accepted",
                                    format_name(p.response_format.kind)));
   }
-  const char* why = "is not supported by this engine yet; omit it or use the default";
-  if (p.presence_penalty != 0.0f) return unsupported("presence_penalty", fmt::format("{} (0)", why));
-  if (p.frequency_penalty != 0.0f) return unsupported("frequency_penalty", fmt::format("{} (0)", why));
-  if (p.repetition_penalty != 1.0f) return unsupported("repetition_penalty", fmt::format("{} (1)", why));
-  if (!p.logit_bias.empty()) return unsupported("logit_bias", fmt::format("{} ({{}})", why));
   return std::nullopt;
 }
 
@@ -82,7 +77,11 @@ openai::ApiResult<sched::GenerateRequest> make_generate_request(const Generation
                                         .top_k = params.top_k,
                                         .top_p = params.top_p,
                                         .min_p = params.min_p,
-                                        .seed = params.seed.value_or(fresh_seed())};
+                                        .seed = params.seed.value_or(fresh_seed()),
+                                        .repetition_penalty = params.repetition_penalty,
+                                        .frequency_penalty = params.frequency_penalty,
+                                        .presence_penalty = params.presence_penalty,
+                                        .logit_bias = params.logit_bias};
   if (Status s = req.sampling.validate(); !s.ok()) return ApiError{.status = s};
   req.stop = sched::StopConditions{.max_tokens = max_tokens,
                                    .stop_strings = params.stop,

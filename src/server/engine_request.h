@@ -1,6 +1,7 @@
 // Turns validated API parameters plus a tokenized prompt into the sched::GenerateRequest the engine
-// runs, and refuses what the engine cannot do yet (penalties, logit_bias, structured output) with a
-// 400 that names the parameter, rather than ignoring it. Called by server/api.cc; any thread.
+// runs (sampling, penalties, logit_bias, stops, max_tokens against the context), and refuses what the
+// engine cannot do yet (structured output) with a 400 that names the parameter, rather than ignoring
+// it. Called by server/api.cc; any thread.
 #pragma once
 
 #include <cstdint>

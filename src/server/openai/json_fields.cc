@@ -100,7 +100,9 @@ MaybeError FieldReader::read_int(std::string_view key, int64_t lo, int64_t hi, i
   const json& v = at(key);
   if (v.is_number_unsigned()) {
     uint64_t u = v.get<uint64_t>();
-    if (u > static_cast<uint64_t>(hi)) return param_error(name(key), "must be in [{}, {}], got {}", lo, hi, u);
+    if (u > static_cast<uint64_t>(hi) || (lo > 0 && u < static_cast<uint64_t>(lo))) {
+      return param_error(name(key), "must be in [{}, {}], got {}", lo, hi, u);
+    }
     out = static_cast<int64_t>(u);
     return {};
   }
@@ -161,7 +163,10 @@ MaybeError FieldReader::read_int_list(std::string_view key, int64_t lo, int64_t 
     const json& e = v[i];
     std::string field = fmt::format("{}[{}]", name(key), i);
     if (!e.is_number_integer()) return param_error(field, "must be an integer, got {}", json_type_name(e));
-    if (e.is_number_unsigned() ? e.get<uint64_t>() > static_cast<uint64_t>(hi) : (e.get<int64_t>() < lo || e.get<int64_t>() > hi)) {
+    bool out_of_range = e.is_number_unsigned()
+                            ? (e.get<uint64_t>() > static_cast<uint64_t>(hi) || (lo > 0 && e.get<uint64_t>() < static_cast<uint64_t>(lo)))
+                            : (e.get<int64_t>() < lo || e.get<int64_t>() > hi);
+    if (out_of_range) {
       return param_error(field, "must be in [{}, {}], got {}", lo, hi, e.dump());
     }
     out.push_back(static_cast<int32_t>(e.get<int64_t>()));

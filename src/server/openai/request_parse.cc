@@ -207,7 +207,7 @@ MaybeError read_sampling_fields(FieldReader& r, const ParseLimits& limits, Gener
   KEEL_API_TRY(r.read_int_list("stop_token_ids", 0, vocab_hi(limits), 256, p.stop_token_ids));
   KEEL_API_TRY(r.read_number("presence_penalty", -2.0, 2.0, false, p.presence_penalty));
   KEEL_API_TRY(r.read_number("frequency_penalty", -2.0, 2.0, false, p.frequency_penalty));
-  KEEL_API_TRY(r.read_number("repetition_penalty", 0.0, 2.0, true, p.repetition_penalty));
+  KEEL_API_TRY(r.read_number("repetition_penalty", 0.0, 10.0, true, p.repetition_penalty));
   KEEL_API_TRY(read_logit_bias(r, limits, p));
   KEEL_API_TRY(r.read_bool("ignore_eos", p.ignore_eos));
   return {};

@@ -1,7 +1,7 @@
 // Parses and validates the bodies of POST /v1/chat/completions and /v1/completions into plain
 // structs, strictly: wrong types, out-of-range values and unknown fields are 400s naming the field.
-// What the engine cannot do yet (penalties, logit_bias, response_format other than text) is parsed
-// here and refused by engine_request.cc, so each refusal says what was asked. Pure: any thread.
+// What the engine cannot do yet (response_format other than text) is parsed here and refused by
+// server/engine_request.cc, so each refusal says what was asked. Pure: any thread.
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,352 @@
+// The Api end to end over real HTTP: HttpServer on a loopback port, the Api's routes, a ReplayEngine
+// test double that replays "Hello!" token by token, and a ByteTokenizer; raw HTTP from the test.
+#include "server/api.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <thread>
+
+#include "replay_engine.h"
+#include "test_http_client.h"
+
+namespace keel::server {
+namespace {
+
+using nlohmann::json;
+using test::RawClient;
+using namespace std::chrono_literals;
+
+constexpr const char* kTemplate =
+    "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>{% endif %}";
+
+class ApiTest : public ::testing::Test {
+ protected:
+  explicit ApiTest(std::chrono::milliseconds tick = 1ms) : engine_("Hello!", tick) {}
+
+  void SetUp() override {
+    auto compiled = tokenizer::ChatTemplate::compile(kTemplate);
+    ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
+    template_ = std::make_unique<tokenizer::ChatTemplate>(std::move(compiled).value());
+    api_ = std::make_unique<Api>(ApiConfig{.model_names = {"test-model", "alias"}, .max_context_tokens = 4096},
+                                 engine_, tok_, template_.get());
+    http::Router router;
+    api_->add_routes(router);
+    api_->set_flush_cache([this] {
+      ++n_flushes_;
+      return Status();
+    });
+    server_ = std::make_unique<http::HttpServer>(
+        http::ServerConfig{.host = "127.0.0.1", .port = 0, .n_io_threads = 2, .max_body_bytes = 4096}, std::move(router),
+        api_->hooks());
+    ASSERT_TRUE(server_->start().ok());
+    api_->set_ready();
+  }
+  void TearDown() override { server_->stop(); }
+
+  test::RawResponse call(const std::string& raw) {
+    RawClient c(server_->port());
+    EXPECT_TRUE(c.send(raw));
+    auto r = c.read_response();
+    EXPECT_TRUE(r.has_value());
+    return r.value_or(test::RawResponse{});
+  }
+  // SSE "data:" payloads of a stream body.
+  static std::vector<std::string> sse_payloads(const std::string& body) {
+    std::vector<std::string> out;
+    size_t pos = 0;
+    while ((pos = body.find("data: ", pos)) != std::string::npos) {
+      size_t end = body.find("\n\n", pos);
+      out.push_back(body.substr(pos + 6, end - pos - 6));
+      pos = end;
+    }
+    return out;
+  }
+
+  test::ByteTokenizer tok_;
+  test::ReplayEngine engine_;
+  std::unique_ptr<tokenizer::ChatTemplate> template_;
+  std::unique_ptr<Api> api_;
+  std::unique_ptr<http::HttpServer> server_;
+  std::atomic<int> n_flushes_{0};
+};
+
+TEST_F(ApiTest, ChatCompletionNonStreamed) {
+  auto r = call(test::post_json("/v1/chat/completions",
+                                R"({"model":"test-model","messages":[{"role":"user","content":"Hi"}],"seed":7,
+                                    "temperature":0.5,"top_k":3,"stop":["zz"],"frequency_penalty":0.5,
+                                    "logit_bias":{"65":10}})"));
+  ASSERT_EQ(r.status, 200) << r.body;
+  json j = json::parse(r.body);
+  EXPECT_EQ(j["object"], "chat.completion");
+  EXPECT_EQ(j["model"], "test-model");
+  EXPECT_EQ(j["choices"][0]["message"]["role"], "assistant");
+  EXPECT_EQ(j["choices"][0]["message"]["content"], "Hello!");
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
+  EXPECT_TRUE(j["choices"][0]["logprobs"].is_null());
+  std::string prompt = "<|user|>Hi\n<|assistant|>";
+  EXPECT_EQ(j["usage"]["prompt_tokens"], prompt.size());
+  EXPECT_EQ(j["usage"]["completion_tokens"], 6);
+  EXPECT_EQ(j["usage"]["total_tokens"], prompt.size() + 6);
+  EXPECT_EQ(j["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+  ASSERT_EQ(engine_.submitted().size(), 1u);
+  const auto submitted = engine_.submitted();
+  ASSERT_EQ(submitted.size(), 1u);
+  const auto& req = submitted[0];
+  EXPECT_EQ(std::string(req.prompt.begin(), req.prompt.end()), prompt);  // ByteTokenizer ids are bytes
+  EXPECT_EQ(req.sampling.seed, 7u);
+  EXPECT_FLOAT_EQ(req.sampling.temperature, 0.5f);
+  EXPECT_EQ(req.sampling.top_k, 3);
+  EXPECT_EQ(req.stop.stop_strings, std::vector<std::string>{"zz"});
+  EXPECT_FLOAT_EQ(req.sampling.frequency_penalty, 0.5f);
+  EXPECT_EQ(req.sampling.logit_bias, (std::vector<std::pair<int32_t, float>>{{65, 10.0f}}));
+  EXPECT_EQ(req.stop.max_tokens, 4096 - static_cast<int32_t>(prompt.size()));  // chat: rest of the context
+}
+
+TEST_F(ApiTest, ChatCompletionStreamedWithUsage) {
+  auto r = call(test::post_json("/v1/chat/completions",
+                                R"({"model":"alias","messages":[{"role":"user","content":"Hi"}],"max_tokens":3,
+                                    "stream":true,"stream_options":{"include_usage":true}})"));
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.headers["content-type"], "text/event-stream");
+  auto events = sse_payloads(r.body);
+  ASSERT_GE(events.size(), 6u);
+  EXPECT_EQ(events.back(), "[DONE]");
+  json first = json::parse(events[0]);
+  EXPECT_EQ(first["object"], "chat.completion.chunk");
+  EXPECT_EQ(first["model"], "alias");
+  EXPECT_EQ(first["choices"][0]["delta"]["role"], "assistant");
+  EXPECT_TRUE(first.contains("usage") && first["usage"].is_null());
+  std::string content;
+  std::string finish;
+  for (size_t i = 0; i + 2 < events.size(); ++i) {
+    json e = json::parse(events[i]);
+    EXPECT_EQ(e["id"], first["id"]);
+    const auto& ch = e["choices"][0];
+    if (ch["delta"].contains("content")) content += ch["delta"]["content"].get<std::string>();
+    if (!ch["finish_reason"].is_null()) finish = ch["finish_reason"];
+  }
+  EXPECT_EQ(content, "Hel");
+  EXPECT_EQ(finish, "length");
+  json usage = json::parse(events[events.size() - 2]);
+  EXPECT_TRUE(usage["choices"].empty());
+  EXPECT_EQ(usage["usage"]["completion_tokens"], 3);
+}
+
+TEST_F(ApiTest, CompletionsWithTokenIdsLogprobsAndN) {
+  auto r = call(test::post_json("/v1/completions",
+                                R"({"model":"test-model","prompt":[72,105],"max_tokens":2,"n":2,"logprobs":2})"));
+  ASSERT_EQ(r.status, 200) << r.body;
+  json j = json::parse(r.body);
+  EXPECT_EQ(j["object"], "text_completion");
+  ASSERT_EQ(j["choices"].size(), 2u);
+  for (int i = 0; i < 2; ++i) {
+    const auto& c = j["choices"][i];
+    EXPECT_EQ(c["index"], i);
+    EXPECT_EQ(c["text"], "He");
+    EXPECT_EQ(c["finish_reason"], "length");
+    EXPECT_EQ(c["logprobs"]["tokens"], json::array({"H", "e"}));
+    EXPECT_FLOAT_EQ(c["logprobs"]["token_logprobs"][1].get<float>(), test::ReplayEngine::logprob_of('e'));
+    EXPECT_EQ(c["logprobs"]["top_logprobs"][0].size(), 2u);
+    EXPECT_EQ(c["logprobs"]["text_offset"], json::array({0, 1}));
+  }
+  EXPECT_EQ(j["usage"]["prompt_tokens"], 2);
+  EXPECT_EQ(j["usage"]["completion_tokens"], 4);
+  EXPECT_EQ(engine_.submitted()[0].top_logprobs, 2);
+  EXPECT_EQ(engine_.submitted()[0].n, 2);
+}
+
+TEST_F(ApiTest, CompletionsTextPromptGetsBosAndDefaultMaxTokens) {
+  auto r = call(test::post_json("/v1/completions", R"({"model":"test-model","prompt":"ab","stream":true})"));
+  ASSERT_EQ(r.status, 200);
+  auto events = sse_payloads(r.body);
+  std::string text;
+  for (const auto& e : events) {
+    if (e == "[DONE]") continue;
+    json j = json::parse(e);
+    EXPECT_EQ(j["object"], "text_completion");
+    EXPECT_FALSE(j.contains("usage"));
+    text += j["choices"][0]["text"].get<std::string>();
+  }
+  EXPECT_EQ(text, "Hello!");
+  const auto submitted = engine_.submitted();
+  ASSERT_EQ(submitted.size(), 1u);
+  const auto& req = submitted[0];
+  EXPECT_EQ(req.prompt, (std::vector<int32_t>{test::ByteTokenizer::kBos, 'a', 'b'}));
+  EXPECT_EQ(req.stop.max_tokens, 16);
+}
+
+TEST_F(ApiTest, ChatLogprobsHaveOpenAiShape) {
+  auto r = call(test::post_json("/v1/chat/completions",
+                                R"({"model":"test-model","messages":[{"role":"user","content":"x"}],
+                                    "logprobs":true,"top_logprobs":1,"max_tokens":1})"));
+  ASSERT_EQ(r.status, 200) << r.body;
+  json lp = json::parse(r.body)["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(lp.size(), 1u);
+  EXPECT_EQ(lp[0]["token"], "H");
+  EXPECT_EQ(lp[0]["bytes"], json::array({72}));
+  EXPECT_FLOAT_EQ(lp[0]["logprob"].get<float>(), test::ReplayEngine::logprob_of('H'));
+  ASSERT_EQ(lp[0]["top_logprobs"].size(), 1u);
+  EXPECT_EQ(lp[0]["top_logprobs"][0]["token"], "I");
+}
+
+TEST_F(ApiTest, NativeGenerate) {
+  auto r = call(test::post_json("/generate", R"({"input_ids":[1,2,3],"sampling_params":{"max_new_tokens":4,"temperature":0}})"));
+  ASSERT_EQ(r.status, 200) << r.body;
+  json j = json::parse(r.body);
+  EXPECT_EQ(j["text"], "Hell");
+  EXPECT_EQ(j["output_ids"], json::array({'H', 'e', 'l', 'l'}));
+  EXPECT_EQ(j["meta_info"]["finish_reason"]["type"], "length");
+  EXPECT_EQ(j["meta_info"]["prompt_tokens"], 3);
+  EXPECT_FLOAT_EQ(engine_.submitted()[0].sampling.temperature, 0.0f);
+
+  r = call(test::post_json("/generate", R"({"text":"a","stream":true})"));
+  ASSERT_EQ(r.status, 200);
+  auto events = sse_payloads(r.body);
+  ASSERT_EQ(events.back(), "[DONE]");
+  json last = json::parse(events[events.size() - 2]);
+  EXPECT_EQ(last["meta_info"]["finish_reason"]["type"], "stop");
+}
+
+TEST_F(ApiTest, BadRequestsGetOpenAiErrors) {
+  struct Case {
+    std::string raw;
+    int status;
+    std::string param;  // "" = null
+  };
+  std::vector<Case> cases = {
+      {test::post_json("/v1/chat/completions", "{not json"), 400, ""},
+      {test::post_json("/v1/chat/completions", R"({"model":"test-model","messages":[]})"), 400, "messages"},
+      {test::post_json("/v1/chat/completions", R"({"model":"nope","messages":[{"role":"user","content":"x"}]})"), 404, "model"},
+      {test::post_json("/v1/chat/completions", R"({"model":"test-model","messages":[{"role":"user","content":"x"}],"temperature":"hot"})"), 400, "temperature"},
+      {test::post_json("/v1/chat/completions", R"({"model":"test-model","messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"}})"), 400, "response_format"},
+      {test::post_json("/v1/chat/completions", R"({"model":"test-model","messages":[{"role":"user","content":"x"}],"presence_penalty":5})"), 400, "presence_penalty"},
+      {test::post_json("/v1/completions", R"({"model":"test-model","prompt":"x","max_tokens":5000})"), 400, "max_tokens"},
+      {test::post_json("/v1/completions", R"({"model":"test-model","prompt":[300]})"), 400, "prompt[0]"},
+      {test::post_json("/v1/completions", R"({"model":"test-model","prompt":"x","bogus":1})"), 400, "bogus"},
+      {"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\n{}", 415, ""},
+      {"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}", 415, ""},
+      {test::post_json("/v1/completions", std::string(5000, ' ')), 413, ""},
+      {test::get("/v1/completions"), 405, ""},
+      {test::get("/v2/unknown"), 404, ""},
+  };
+  for (const auto& c : cases) {
+    auto r = call(c.raw);
+    EXPECT_EQ(r.status, c.status) << c.raw << "\n" << r.body;
+    json j = json::parse(r.body, nullptr, false);
+    ASSERT_TRUE(j.is_object() && j.contains("error")) << r.body;
+    EXPECT_TRUE(j["error"]["message"].is_string());
+    EXPECT_TRUE(j["error"]["type"].is_string());
+    if (c.param.empty()) EXPECT_TRUE(j["error"]["param"].is_null()) << r.body;
+    else EXPECT_EQ(j["error"]["param"], c.param) << r.body;
+  }
+  EXPECT_TRUE(engine_.submitted().empty());
+}
+
+TEST_F(ApiTest, StructuredOutputIsRefusedWithAClearMessage) {
+  auto r = call(test::post_json("/v1/chat/completions",
+                                R"({"model":"test-model","messages":[{"role":"user","content":"x"}],
+                                    "response_format":{"type":"json_schema","json_schema":{"name":"a","schema":{"type":"object"}}}})"));
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body.find("structured output"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("not enabled"), std::string::npos) << r.body;
+}
+
+TEST_F(ApiTest, QueueFullIs429WithRetryAfter) {
+  engine_.set_reject(Status(ErrorCode::kResourceExhausted, "queue full"));
+  auto r = call(test::post_json("/v1/completions", R"({"model":"test-model","prompt":"x"})"));
+  EXPECT_EQ(r.status, 429);
+  EXPECT_EQ(r.headers["retry-after"], "1");
+  EXPECT_EQ(json::parse(r.body)["error"]["type"], "rate_limit_error");
+}
+
+TEST_F(ApiTest, EngineErrorMidStreamEndsTheStreamWithAnErrorEvent) {
+  engine_.set_fail_after(2);
+  auto r = call(test::post_json("/v1/completions", R"({"model":"test-model","prompt":"x","stream":true})"));
+  ASSERT_EQ(r.status, 200);
+  auto events = sse_payloads(r.body);
+  ASSERT_GE(events.size(), 2u);
+  EXPECT_EQ(events.back(), "[DONE]");
+  json err = json::parse(events[events.size() - 2]);
+  EXPECT_EQ(err["error"]["message"], "replay engine failure");
+
+  auto plain = call(test::post_json("/v1/completions", R"({"model":"test-model","prompt":"x"})"));
+  EXPECT_EQ(plain.status, 500);
+}
+
+TEST_F(ApiTest, ClientDisconnectMidStreamCancelsTheRequest) {
+  auto c = std::make_unique<RawClient>(server_->port());
+  ASSERT_TRUE(c->send(test::post_json("/v1/completions", R"({"model":"test-model","prompt":"x","stream":true})")));
+  ASSERT_TRUE(c->read_until([](const std::string& b) { return b.find("text_completion") != std::string::npos; }));
+  engine_.set_paused(true);
+  c.reset();
+  auto deadline = std::chrono::steady_clock::now() + 2s;
+  while (engine_.cancelled().empty() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(5ms);
+  ASSERT_EQ(engine_.cancelled().size(), 1u);
+  EXPECT_EQ(*engine_.cancelled().begin(), engine_.submitted()[0].id);
+  engine_.set_paused(false);
+}
+
+TEST_F(ApiTest, HealthFollowsTheLifecycleAndDrainRefusesNewWork) {
+  EXPECT_EQ(call(test::get("/health")).status, 200);
+  api_->begin_drain();
+  auto h = call(test::get("/health"));
+  EXPECT_EQ(h.status, 503);
+  EXPECT_EQ(h.headers["retry-after"], "1");
+  EXPECT_EQ(call(test::post_json("/v1/completions", R"({"model":"test-model","prompt":"x"})")).status, 503);
+  EXPECT_TRUE(engine_.submitted().empty());
+}
+
+TEST_F(ApiTest, ModelsFlushCacheAndMetrics) {
+  json models = json::parse(call(test::get("/v1/models")).body);
+  EXPECT_EQ(models["object"], "list");
+  ASSERT_EQ(models["data"].size(), 2u);
+  EXPECT_EQ(models["data"][0]["id"], "test-model");
+
+  EXPECT_EQ(call(test::post_json("/flush_cache", "")).status, 200);
+  EXPECT_EQ(n_flushes_.load(), 1);
+
+  engine_.set_cached_tokens(2);
+  ASSERT_EQ(call(test::post_json("/v1/completions", R"({"model":"test-model","prompt":"abc"})")).status, 200);
+  ASSERT_EQ(call(test::get("/nope")).status, 404);
+  auto m = call(test::get("/metrics"));
+  ASSERT_EQ(m.status, 200);
+  EXPECT_NE(m.headers["content-type"].find("text/plain"), std::string::npos);
+  for (const char* line : {"keel_http_requests_total{path=\"/v1/completions\",code=\"200\"} 1",
+                           "keel_http_requests_total{path=\"other\",code=\"404\"} 1",
+                           "keel_prompt_tokens_total 4", "keel_cached_prompt_tokens_total 2",
+                           "keel_generation_tokens_total 6", "keel_time_to_first_token_seconds_count 1",
+                           "keel_inter_token_latency_seconds_count 5", "keel_e2e_request_latency_seconds_count 1",
+                           "keel_kv_usage_ratio 0.07", "keel_prefix_cache_hit_ratio 0.25",
+                           "keel_request_samples_finished_total{reason=\"stop\"} 1"}) {
+    EXPECT_NE(m.body.find(line), std::string::npos) << line << "\n" << m.body;
+  }
+}
+
+class ApiLoadingTest : public ApiTest {};
+
+TEST_F(ApiLoadingTest, LoadingIs503) {
+  Api loading(ApiConfig{.model_names = {"m"}}, engine_, tok_, nullptr);
+  http::Router router;
+  loading.add_routes(router);
+  http::HttpServer server(http::ServerConfig{.host = "127.0.0.1", .port = 0}, std::move(router), loading.hooks());
+  ASSERT_TRUE(server.start().ok());
+  RawClient c(server.port());
+  ASSERT_TRUE(c.send(test::get("/health")));
+  auto r = c.read_response();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->status, 503);
+  EXPECT_NE(r->body.find("loading"), std::string::npos);
+  loading.set_ready();
+  ASSERT_TRUE(c.send(test::post_json("/v1/chat/completions", R"({"model":"m","messages":[{"role":"user","content":"x"}]})")));
+  r = c.read_response();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->status, 400);  // no chat template
+  EXPECT_NE(r->body.find("no chat template"), std::string::npos);
+  server.stop();
+}
+
+}  // namespace
+}  // namespace keel::server

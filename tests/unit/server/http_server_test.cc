@@ -1,0 +1,323 @@
+// The HTTP layer alone (no Api): a real HttpServer on a loopback port, raw HTTP over sockets.
+// Keep-alive, limits, timeouts, malformed input, streams from another thread, disconnect
+// detection and graceful stop.
+#include "server/http/server.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <thread>
+
+#include "server/http/sse.h"
+#include "test_http_client.h"
+
+namespace keel::server::http {
+namespace {
+
+using test::RawClient;
+using namespace std::chrono_literals;
+
+// Routes used by the tests; `streams` lets a test drive a stream from its own thread.
+struct Fixture {
+  std::atomic<int> n_disconnects{0};
+  std::promise<ExchangePtr> stream_exchange;
+  std::promise<ExchangePtr> held_exchange;
+
+  Router router() {
+    Router r;
+    r.add("GET", "/hello", [](HttpRequest&& req, const ExchangePtr& ex) {
+      ex->respond(HttpResponse{.status = 200, .content_type = "text/plain", .body = "hello " + req.query});
+    });
+    r.add("POST", "/echo", [](HttpRequest&& req, const ExchangePtr& ex) {
+      ex->respond(HttpResponse{.status = 200, .content_type = "text/plain", .body = req.body});
+    });
+    r.add("GET", "/stream", [this](HttpRequest&&, const ExchangePtr& ex) {
+      ex->on_disconnect([this] { ++n_disconnects; });
+      ex->begin_stream(200, "text/event-stream", {});
+      stream_exchange.set_value(ex);
+    });
+    r.add("GET", "/hold", [this](HttpRequest&&, const ExchangePtr& ex) {
+      ex->on_disconnect([this] { ++n_disconnects; });
+      held_exchange.set_value(ex);
+    });
+    return r;
+  }
+};
+
+ServerConfig test_config() {
+  return ServerConfig{.host = "127.0.0.1", .port = 0, .n_io_threads = 2, .max_body_bytes = 1024,
+                      .header_timeout_ms = 500, .body_timeout_ms = 500, .idle_timeout_ms = 800,
+                      .drain_timeout_ms = 3000};
+}
+
+TEST(HttpServer, KeepAliveServesSeveralRequestsOnOneConnection) {
+  Fixture f;
+  HttpServer server(test_config(), f.router());
+  ASSERT_TRUE(server.start().ok());
+  RawClient c(server.port());
+  ASSERT_TRUE(c.connected());
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(c.send(test::get("/hello?i=" + std::to_string(i))));
+    auto r = c.read_response();
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->body, "hello i=" + std::to_string(i));
+    EXPECT_EQ(r->headers["connection"], "keep-alive");
+  }
+  // Two pipelined requests in one write are answered in order.
+  ASSERT_TRUE(c.send(test::post_json("/echo", "one") + test::post_json("/echo", "two")));
+  auto a = c.read_response();
+  auto b = c.read_response();
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->body, "one");
+  EXPECT_EQ(b->body, "two");
+}
+
+TEST(HttpServer, ConnectionCloseIsHonoured) {
+  Fixture f;
+  HttpServer server(test_config(), f.router());
+  ASSERT_TRUE(server.start().ok());
+  RawClient c(server.port());
+  ASSERT_TRUE(c.send(test::get("/hello", "Connection: close\r\n")));
+  auto r = c.read_response();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->headers["connection"], "close");
+  EXPECT_TRUE(c.wait_closed(2000));
+}
+
+TEST(HttpServer, UnknownPathIs404AndWrongMethodIs405WithAllow) {
+  Fixture f;
+  HttpServer server(test_config(), f.router());
+  ASSERT_TRUE(server.start().ok());
+  RawClient c(server.port());
+  ASSERT_TRUE(c.send(test::get("/nope")));
+  auto r = c.read_response();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->status, 404);
+  ASSERT_TRUE(c.send(test::get("/echo")));
+  r = c.read_response();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->status, 405);
+  EXPECT_EQ(r->headers["allow"], "POST");
+}
+
+TEST(HttpServer, BodyOverTheLimitIs413) {
+  Fixture f;
+  HttpServer server(test_config(), f.router());
+  ASSERT_TRUE(server.start().ok());
+  {
+    RawClient c(server.port());
+    ASSERT_TRUE(c.send(test::post_json("/echo", std::string(2000, 'x'))));
+    auto r = c.read_response();
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->status, 413);
+    EXPECT_TRUE(c.wait_closed(2000));
+  }
+  {  // chunked request bodies count too
+    RawClient c(server.port());
+    std::string req = "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+    for (int i = 0; i < 3; ++i) req += "200\r\n" + std::string(512, 'y') + "\r\n";
+    req += "0\r\n\r\n";
+    ASSERT_TRUE(c.send(req));
+    auto r = c.read_response();
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->status, 413);
+  }
+  {  // exactly at the limit passes
+    RawClient c(server.port());
+    ASSERT_TRUE(c.send(test::post_json("/echo", std::string(1024, 'z'))));
+    auto r = c.read_response();
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->body.size(), 1024u);
+  }
+}
+
+TEST(HttpServer, TruncatedBodyIs400AndStalledBodyTimesOut) {
+  Fixture f;
+  HttpServer server(test_config(), f.router());
+  ASSERT_TRUE(server.start().ok());
+  {
+    RawClient c(server.port());
+    ASSERT_TRUE(c.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nonly-a-part"));
+    c.shutdown_write();
+    auto r = c.read_response();
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->status, 400);
+  }
+  {
+    RawClient c(server.port());
+    ASSERT_TRUE(c.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nonly-a-part"));
+    auto t0 = std::chrono::steady_clock::now();
+    EXPECT_TRUE(c.wait_closed(3000));
+    EXPECT_GE(std::chrono::steady_clock::now() - t0, 400ms);
+  }
+}
+
+TEST(HttpServer, MalformedRequestIs400AndHeaderAndIdleTimeoutsClose) {
+  Fixture f;
+  HttpServer server(test_config(), f.router());
+  ASSERT_TRUE(server.start().ok());
+  {
+    RawClient c(server.port());
+    ASSERT_TRUE(c.send("THIS IS NOT HTTP\r\n\r\n"));
+    auto r = c.read_response();
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->status, 400);
+  }
+  {
+    RawClient c(server.port());
+    ASSERT_TRUE(c.send("GET /hello HTTP/1.1\r\nHost: x\r\n"));  // headers never end
+    EXPECT_TRUE(c.wait_closed(3000));
+  }
+  {
+    RawClient c(server.port());
+    auto t0 = std::chrono::steady_clock::now();
+    EXPECT_TRUE(c.wait_closed(3000));  // says nothing: idle timeout
+    EXPECT_GE(std::chrono::steady_clock::now() - t0, 700ms);
+  }
+  {
+    RawClient c(server.port());
+    ASSERT_TRUE(c.send("GET /hello HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(20000, 'h') + "\r\n\r\n"));
+    auto r = c.read_response();
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->status, 431);
+  }
+}
+
+TEST(HttpServer, Expect100ContinueGetsAnInterimResponse) {
+  Fixture f;
+  HttpServer server(test_config(), f.router());
+  ASSERT_TRUE(server.start().ok());
+  RawClient c(server.port());
+  ASSERT_TRUE(c.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n"));
+  ASSERT_TRUE(c.read_until([](const std::string& b) { return b.find("100 Continue") != std::string::npos; }));
+  ASSERT_TRUE(c.send("hello"));
+  auto r = c.read_response();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body, "hello");
+}
+
+TEST(HttpServer, StreamPushedFromAnotherThreadArrivesInOrderAndKeepsTheConnection) {
+  Fixture f;
+  HttpServer server(test_config(), f.router());
+  ASSERT_TRUE(server.start().ok());
+  RawClient c(server.port());
+  ASSERT_TRUE(c.send(test::get("/stream")));
+  auto ex = f.stream_exchange.get_future().get();
+  std::thread producer([ex] {
+    for (int i = 0; i < 50; ++i) ex->push(sse_event(std::to_string(i)));
+    ex->push(std::string(sse_done()));
+    ex->end_stream();
+  });
+  auto r = c.read_response();
+  producer.join();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->headers["content-type"], "text/event-stream");
+  EXPECT_EQ(r->headers["transfer-encoding"], "chunked");
+  std::string expected;
+  for (int i = 0; i < 50; ++i) expected += "data: " + std::to_string(i) + "\n\n";
+  expected += "data: [DONE]\n\n";
+  EXPECT_EQ(r->body, expected);
+  EXPECT_EQ(f.n_disconnects.load(), 0);
+  ASSERT_TRUE(c.send(test::get("/hello")));  // same connection still serves
+  auto again = c.read_response();
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->status, 200);
+}
+
+TEST(HttpServer, ClientDisconnectMidStreamFiresTheCallbackAtOnce) {
+  Fixture f;
+  HttpServer server(test_config(), f.router());
+  ASSERT_TRUE(server.start().ok());
+  auto c = std::make_unique<RawClient>(server.port());
+  ASSERT_TRUE(c->send(test::get("/stream")));
+  auto ex = f.stream_exchange.get_future().get();
+  ex->push(sse_event("first"));
+  ASSERT_TRUE(c->read_until([](const std::string& b) { return b.find("first") != std::string::npos; }));
+  c.reset();  // the client goes away while nothing is being written
+  auto deadline = std::chrono::steady_clock::now() + 2s;
+  while (f.n_disconnects.load() == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(5ms);
+  EXPECT_EQ(f.n_disconnects.load(), 1);
+  ex->push(sse_event("after"));  // harmless no-ops now
+  ex->end_stream();
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(f.n_disconnects.load(), 1);
+  // A callback registered after the disconnect runs at once.
+  std::atomic<bool> late{false};
+  ex->on_disconnect([&] { late = true; });
+  deadline = std::chrono::steady_clock::now() + 2s;
+  while (!late.load() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(5ms);
+  EXPECT_TRUE(late.load());
+}
+
+TEST(HttpServer, DisconnectWhileWaitingForANonStreamedAnswerFiresTheCallback) {
+  Fixture f;
+  HttpServer server(test_config(), f.router());
+  ASSERT_TRUE(server.start().ok());
+  auto c = std::make_unique<RawClient>(server.port());
+  ASSERT_TRUE(c->send(test::get("/hold")));
+  auto ex = f.held_exchange.get_future().get();
+  c.reset();
+  auto deadline = std::chrono::steady_clock::now() + 2s;
+  while (f.n_disconnects.load() == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(5ms);
+  EXPECT_EQ(f.n_disconnects.load(), 1);
+}
+
+TEST(HttpServer, GracefulStopLetsInFlightFinishAndRefusesNewConnections) {
+  Fixture f;
+  HttpServer server(test_config(), f.router());
+  ASSERT_TRUE(server.start().ok());
+  uint16_t port = server.port();
+  RawClient idle(port);
+  RawClient busy(port);
+  ASSERT_TRUE(busy.send(test::get("/hold")));
+  auto ex = f.held_exchange.get_future().get();
+  auto stopped = std::async(std::launch::async, [&] { server.stop(); });
+  EXPECT_TRUE(idle.wait_closed(2000));  // idle keep-alive connections close at once
+  EXPECT_EQ(stopped.wait_for(200ms), std::future_status::timeout);  // waits for the held exchange
+  RawClient late(port);
+  EXPECT_TRUE(!late.connected() || late.wait_closed(2000));
+  ex->respond(HttpResponse{.status = 200, .content_type = "text/plain", .body = "finished"});
+  auto r = busy.read_response();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->body, "finished");
+  EXPECT_EQ(r->headers["connection"], "close");
+  EXPECT_EQ(stopped.wait_for(3s), std::future_status::ready);
+  EXPECT_EQ(f.n_disconnects.load(), 0);
+}
+
+TEST(HttpServer, StopClosesExchangesStillBusyAfterTheDrainTimeout) {
+  Fixture f;
+  auto cfg = test_config();
+  cfg.drain_timeout_ms = 200;
+  HttpServer server(cfg, f.router());
+  ASSERT_TRUE(server.start().ok());
+  RawClient busy(server.port());
+  ASSERT_TRUE(busy.send(test::get("/hold")));
+  auto ex = f.held_exchange.get_future().get();
+  server.stop();
+  EXPECT_EQ(f.n_disconnects.load(), 1);
+  EXPECT_TRUE(busy.wait_closed(1000));
+  ex->respond(HttpResponse{});  // no-op after stop
+}
+
+TEST(HttpServer, ConfigIsValidatedAndPortClashIsAnError) {
+  ServerConfig bad = test_config();
+  bad.n_io_threads = 0;
+  HttpServer s1(bad, Router{});
+  EXPECT_EQ(s1.start().code(), ErrorCode::kInvalidArgument);
+  HttpServer a(test_config(), Router{});
+  ASSERT_TRUE(a.start().ok());
+  ServerConfig same = test_config();
+  same.port = a.port();
+  HttpServer b(same, Router{});
+  Status s = b.start();
+  EXPECT_EQ(s.code(), ErrorCode::kIo);
+}
+
+}  // namespace
+}  // namespace keel::server::http
