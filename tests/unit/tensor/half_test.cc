@@ -15,9 +15,11 @@ namespace keel::tensor {
 namespace {
 
 __attribute__((target("f16c"))) uint16_t f16c_from_f32(float f) {
-  return static_cast<uint16_t>(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT));
+  return static_cast<uint16_t>(_mm_extract_epi16(_mm_cvtps_ph(_mm_set_ss(f), _MM_FROUND_TO_NEAREST_INT), 0));
 }
-__attribute__((target("f16c"))) float f16c_to_f32(uint16_t h) { return _cvtsh_ss(h); }
+__attribute__((target("f16c"))) float f16c_to_f32(uint16_t h) {
+  return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h)));
+}
 
 // cpuid leaf 1, ecx: bit 28 AVX, bit 29 F16C (clang 14's __builtin_cpu_supports lacks "f16c").
 bool have_f16c() {
@@ -28,7 +30,11 @@ bool have_f16c() {
 TEST(Half, Fp16ToF32AllValuesMatchFloat16) {
   for (uint32_t h = 0; h < 65536; ++h) {
     const float got = fp16_to_f32(static_cast<uint16_t>(h));
+#ifdef __FLT16_MAX__  // GCC's _Float16 (soft-float in libgcc); clang 14 lacks it on x86
     const float want = static_cast<float>(std::bit_cast<_Float16>(static_cast<uint16_t>(h)));
+#else
+    const float want = f16c_to_f32(static_cast<uint16_t>(h));
+#endif
     if (std::isnan(want)) {
       ASSERT_TRUE(std::isnan(got)) << h;
       continue;
@@ -51,7 +57,9 @@ TEST(Half, F32ToFp16MatchesF16cAndFloat16OnSampledBitPatterns) {
       continue;
     }
     ASSERT_EQ(got, f16c_from_f32(f)) << "f32 bits " << bits;
+#ifdef __FLT16_MAX__
     ASSERT_EQ(got, std::bit_cast<uint16_t>(static_cast<_Float16>(f))) << "f32 bits " << bits;
+#endif
     ++checked;
   }
   EXPECT_GT(checked, 4000000);
