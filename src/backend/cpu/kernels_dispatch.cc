@@ -1,6 +1,9 @@
 // Picks the kernel table for the running CPU. This file is compiled for the baseline ISA: it only
 // reads CPUID (through __builtin_cpu_supports) and hands out pointers into the SIMD files.
 #include <cstdlib>
+#if KEEL_CPU_SIMD
+#include <cpuid.h>
+#endif
 #include <string_view>
 
 #include "backend/cpu/kernels.h"
@@ -48,10 +51,19 @@ QuantDotRowsFn quant_dot_rows(const Kernels& k, tensor::DType t) {
   }
 }
 
+#if KEEL_CPU_SIMD
+// F16C through CPUID leaf 1 (ECX bit 29): clang does not accept "f16c" in __builtin_cpu_supports.
+bool cpu_has_f16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return false;
+  return (ecx & (1u << 29)) != 0;
+}
+#endif
+
 const Kernels* avx2_kernels() {
 #if KEEL_CPU_SIMD
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) {
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c()) {
     return &avx2_table();
   }
 #endif
@@ -62,7 +74,7 @@ const Kernels* avx512_kernels() {
 #if KEEL_CPU_SIMD
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("f16c") && __builtin_cpu_supports("fma")) {
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") && cpu_has_f16c() && __builtin_cpu_supports("fma")) {
     return &avx512_table();
   }
 #endif
