@@ -1,5 +1,6 @@
 #include "model/arch/llama.h"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 #include <vector>
