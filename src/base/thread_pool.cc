@@ -17,6 +17,17 @@ namespace keel {
 namespace {
 // Spin this many rounds for the next job before sleeping: forward passes issue ops back to back.
 constexpr int kSpinRounds = 1 << 16;
+// Busy-wait rounds before yielding the core: when threads outnumber free cores (CI, shared hosts) a
+// spinning thread would otherwise burn the time slice the thread it waits for needs.
+constexpr int kPauseRounds = 1 << 10;
+
+void relax(int round) {
+  if (round < kPauseRounds) {
+    KEEL_CPU_RELAX();
+  } else {
+    std::this_thread::yield();
+  }
+}
 }  // namespace
 
 ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {
@@ -66,7 +77,7 @@ void ThreadPool::parallel_for(int64_t n_tasks, const std::function<void(int64_t,
   }
   cv_.notify_all();
   run_tasks(0);
-  while (n_busy_.load(std::memory_order_acquire) != 0) KEEL_CPU_RELAX();
+  for (int round = 0; n_busy_.load(std::memory_order_acquire) != 0; ++round) relax(round);
   job_ = nullptr;
 }
 
@@ -74,10 +85,7 @@ void ThreadPool::worker_loop(int thread) {
   uint64_t seen = 0;
   for (;;) {
     int spins = 0;
-    while (generation_.load(std::memory_order_acquire) == seen && spins < kSpinRounds) {
-      KEEL_CPU_RELAX();
-      ++spins;
-    }
+    while (generation_.load(std::memory_order_acquire) == seen && spins < kSpinRounds) relax(spins++);
     if (generation_.load(std::memory_order_acquire) == seen) {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] { return generation_.load() != seen; });
