@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <span>
 
 #include "tokenizer/template/evaluator.h"
 #include "tokenizer/template/is_tests.h"
@@ -381,13 +382,20 @@ constexpr std::string_view kFilters[] = {
     "unique", "upper",  "wordcount",
 };
 
-}  // namespace
+constexpr std::string_view kTextFilters[] = {"tojson", "length", "count", "trim", "string", "safe", "e", "escape",
+                                             "default", "d", "join", "upper", "lower", "capitalize", "title",
+                                             "wordcount", "replace"};
+constexpr std::string_view kSequenceFilters[] = {"items", "list", "first", "last", "reverse", "select", "reject",
+                                                 "selectattr", "rejectattr", "map", "dictsort", "sort", "unique",
+                                                 "min", "max"};
 
-bool is_known_filter(std::string_view name) {
-  return std::find(std::begin(kFilters), std::end(kFilters), name) != std::end(kFilters);
+bool listed(std::span<const std::string_view> names, std::string_view name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
 }
 
-Result<Value> apply_filter(Interpreter& in, std::string_view name, const Value& v, const CallArgs& args, int line) {
+// Filters in three groups (one signature, so apply_filter can route by name).
+Result<Value> apply_text_filter(Interpreter& in, std::string_view name, const Value& v, const CallArgs& args,
+                                int line) {
   auto params = [&](std::vector<std::string_view> names) -> Result<Params> {
     Params p(args, name, std::move(names));
     KEEL_RETURN_IF_ERROR(p.check());
@@ -398,12 +406,6 @@ Result<Value> apply_filter(Interpreter& in, std::string_view name, const Value& 
     KEEL_ASSIGN_OR_RETURN(std::string s, as_text(v));
     return Value::string(fn(s));
   };
-  // Markup-aware variants of the other filters (escaping their arguments) are not carried.
-  static constexpr std::string_view kMarkupSafe[] = {"length", "count", "tojson", "string", "trim", "safe", "e",
-                                                     "escape", "default", "d", "list", "wordcount", "first", "last"};
-  if (v.is_markup() && std::find(std::begin(kMarkupSafe), std::end(kMarkupSafe), name) == std::end(kMarkupSafe)) {
-    return make_error(ErrorCode::kUnsupported, "filter '{}' on a |safe string", name);
-  }
   if (name == "tojson") {
     KEEL_ASSIGN_OR_RETURN(Params p, params({"ensure_ascii", "indent", "separators", "sort_keys"}));
     return filter_tojson(v, p);
@@ -461,6 +463,16 @@ Result<Value> apply_filter(Interpreter& in, std::string_view name, const Value& 
     KEEL_RETURN_IF_ERROR(in.charge_string(out.size()));
     return Value::string(std::move(out));
   }
+  return make_error(ErrorCode::kInternal, "filter '{}' has no implementation", name);
+}
+
+Result<Value> apply_sequence_filter(Interpreter& in, std::string_view name, const Value& v, const CallArgs& args,
+                                    int line) {
+  auto params = [&](std::vector<std::string_view> names) -> Result<Params> {
+    Params p(args, name, std::move(names));
+    KEEL_RETURN_IF_ERROR(p.check());
+    return p;
+  };
   if (name == "items") {
     if (v.is_undefined()) return Value::generator({});
     if (!v.is_dict()) return make_error(ErrorCode::kInvalidArgument, "items filter expects a mapping");
@@ -523,6 +535,16 @@ Result<Value> apply_filter(Interpreter& in, std::string_view name, const Value& 
     KEEL_ASSIGN_OR_RETURN(Params p, params({"case_sensitive"}));
     return filter_minmax(in, v, p, name == "max", line);
   }
+  return make_error(ErrorCode::kInternal, "filter '{}' has no implementation", name);
+}
+
+Result<Value> apply_other_filter(Interpreter& in, std::string_view name, const Value& v, const CallArgs& args,
+                                 int line) {
+  auto params = [&](std::vector<std::string_view> names) -> Result<Params> {
+    Params p(args, name, std::move(names));
+    KEEL_RETURN_IF_ERROR(p.check());
+    return p;
+  };
   if (name == "int") {
     KEEL_ASSIGN_OR_RETURN(Params p, params({"default", "base"}));
     return filter_int(v, p);
@@ -577,6 +599,25 @@ Result<Value> apply_filter(Interpreter& in, std::string_view name, const Value& 
     KEEL_ASSIGN_OR_RETURN(std::string attr, p.str(0, ""));
     return in.get_attr(v, attr, line);
   }
+  return make_error(ErrorCode::kInternal, "filter '{}' has no implementation", name);
+}
+
+}  // namespace
+
+bool is_known_filter(std::string_view name) {
+  return std::find(std::begin(kFilters), std::end(kFilters), name) != std::end(kFilters);
+}
+
+Result<Value> apply_filter(Interpreter& in, std::string_view name, const Value& v, const CallArgs& args, int line) {
+  // Markup-aware variants of the other filters (escaping their arguments) are not carried.
+  static constexpr std::string_view kMarkupSafe[] = {"length", "count", "tojson", "string", "trim", "safe", "e",
+                                                     "escape", "default", "d", "list", "wordcount", "first", "last"};
+  if (v.is_markup() && !listed(kMarkupSafe, name)) {
+    return make_error(ErrorCode::kUnsupported, "filter '{}' on a |safe string", name);
+  }
+  if (listed(kTextFilters, name)) return apply_text_filter(in, name, v, args, line);
+  if (listed(kSequenceFilters, name)) return apply_sequence_filter(in, name, v, args, line);
+  if (is_known_filter(name)) return apply_other_filter(in, name, v, args, line);
   return make_error(ErrorCode::kUnsupported, "filter '{}' is not supported", name);
 }
 
