@@ -218,7 +218,7 @@ Result<VocabSpec> parse_spec(std::string_view tokenizer_json, std::string_view c
     return make_error(ErrorCode::kUnsupported, "tokenizer.json is neither byte-level BPE nor SentencePiece-style BPE");
   }
   spec.algorithm = shape.byte_level ? Algorithm::kByteLevelBpe : Algorithm::kSentencePieceBpe;
-  if (shape.byte_level && spec.pre_steps.empty()) spec.pre_steps.push_back({".+"});
+  if (shape.byte_level && spec.pre_steps.empty()) spec.pre_steps.push_back({"(?s).+"});
   if (shape.spm && !spec.pre_steps.empty()) return make_error(ErrorCode::kUnsupported, "Split/Digits with Metaspace");
   KEEL_RETURN_IF_ERROR(read_decoder(root, spec));
   KEEL_RETURN_IF_ERROR(read_added_tokens(root, spec));
