@@ -1,0 +1,43 @@
+// Scheduler::sample: one token per sequence from its logits row: logits processors (penalties,
+// logit_bias) on a copy, then the seeded sampler at the token's position, so a request's tokens do
+// not depend on what else shares the batch. Log-probabilities come from the raw row, as OpenAI
+// reports them.
+#include <algorithm>
+
+#include "sample/logits_processors.h"
+#include "sample/logprobs.h"
+#include "sched/scheduler.h"
+
+namespace keel::sched {
+
+std::vector<SampledToken> Scheduler::sample(const StepPlan& plan, const std::vector<std::vector<SeqId>>& row_seqs) {
+  std::vector<SampledToken> out;
+  for (size_t r = 0; r < plan.row_seq.size(); ++r) {
+    std::span<const float> row(logits_.data() + r * static_cast<size_t>(n_vocab_), static_cast<size_t>(n_vocab_));
+    for (SeqId id : row_seqs[r]) {
+      Sequence& s = seq(id);
+      out.push_back(sample_one(s, row, group_of(s).request.top_logprobs));
+    }
+  }
+  return out;
+}
+
+SampledToken Scheduler::sample_one(Sequence& s, std::span<const float> logits, int32_t top_logprobs) {
+  std::span<const float> row = logits;
+  if (sample::has_processors(s.params)) {
+    processed_.assign(logits.begin(), logits.end());
+    sample::apply_processors(processed_, s.params, s.history);
+    row = processed_;
+  }
+  SampledToken t{.seq = s.id};
+  t.token = sample::sample_token(row, s.params, static_cast<int64_t>(s.tokens.size()), sampler_scratch_);
+  if (top_logprobs >= 0) {
+    sample::TokenLogprobs lp = sample::compute_logprobs(logits, t.token, top_logprobs);
+    t.has_logprobs = true;
+    t.logprob = TokenLogprob{.token = lp.token, .logprob = lp.logprob};
+    for (const auto& [id, logprob] : lp.top) t.top.push_back(TokenLogprob{.token = id, .logprob = logprob});
+  }
+  return t;
+}
+
+}  // namespace keel::sched

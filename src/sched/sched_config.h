@@ -1,0 +1,37 @@
+// SchedConfig: the scheduler's knobs (KV pool size, per-step token budget, prefill chunk, running and
+// queue limits, admission policy). Validated here; the CLI composes it (with cache::CacheConfig for the
+// pool size). Plain data: any thread.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "base/status.h"
+
+namespace keel::sched {
+
+// Which waiting request is admitted first (after priority, which always comes first).
+enum class Policy {
+  kFcfs,           // arrival order (preempted requests rejoin at the front)
+  kLongestPrefix,  // longest cached prefix first (sglang's "lpm"): reuses the cache before it is evicted
+};
+
+std::string_view policy_name(Policy policy);
+// "fcfs" or "lpm" (also "longest-prefix"); kInvalidArgument otherwise.
+Result<Policy> parse_policy(std::string_view name);
+
+struct SchedConfig {
+  int64_t kv_tokens = 0;            // KV pool size in tokens; 0 = the model's context length
+  int32_t max_batch_tokens = 2048;  // tokens per forward pass (prefill chunks + decode tokens)
+  int32_t prefill_chunk = 512;      // most prompt tokens of one sequence per step
+  int32_t max_running = 64;         // sequences (samples) decoding at once
+  int32_t max_queue = 1024;         // requests waiting for admission; more -> kResourceExhausted
+  Policy policy = Policy::kFcfs;
+  int64_t event_queue_capacity = 4096;  // radix-tree change-feed events kept (0 = feed off)
+
+  // Rejects out-of-range values with a message naming the field. max_batch_tokens must cover one
+  // decode token for every running sequence, so a long prompt never stalls a running stream.
+  Status validate() const;
+};
+
+}  // namespace keel::sched

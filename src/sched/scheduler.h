@@ -1,0 +1,149 @@
+// The continuous-batching scheduler. It owns the KV storage, the slot pool, the radix tree, the
+// waiting queue and the running set; step() turns them into one forward pass over a flat batch that
+// mixes prefill chunks of new requests with one decode token per running sample, then samples,
+// streams and finishes. Single-threaded: ThreadedEngine's scheduler thread (or a test) is the only
+// caller; check_request() alone may run on any thread. Sinks are called from step() and cancel().
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "base/check.h"
+#include "cache/cache_event.h"
+#include "cache/kv_slot_pool.h"
+#include "cache/radix_tree.h"
+#include "model/model.h"
+#include "sample/sampler.h"
+#include "sched/engine.h"
+#include "sched/sched_config.h"
+#include "sched/sequence.h"
+#include "sched/step_plan.h"
+#include "tokenizer/tokenizer.h"
+
+namespace keel::sched {
+
+struct SchedulerParams {
+  model::Model* model = nullptr;                    // outlives the scheduler; used only by it
+  const tokenizer::Tokenizer* tokenizer = nullptr;  // for end-of-generation ids and text
+  SchedConfig config;
+};
+
+// Lifetime counters, for tests, /metrics and logs.
+struct SchedulerStats {
+  int64_t n_steps = 0;
+  int64_t n_prefill_tokens = 0;  // prompt tokens computed (recomputation after preemption included)
+  int64_t n_decode_tokens = 0;
+  int64_t n_prompt_tokens = 0;         // prompt tokens of admitted requests
+  int64_t n_cached_prompt_tokens = 0;  // of those, served from the prefix cache
+  int64_t n_preemptions = 0;
+  int64_t n_finished = 0;      // samples finished (stop, length, cancel, error)
+  int64_t n_mixed_steps = 0;   // steps with prefill and decode tokens in one batch
+  int32_t max_batch_seqs = 0;  // most sequences in one step
+};
+
+class Scheduler {
+ public:
+  static Result<std::unique_ptr<Scheduler>> create(const SchedulerParams& params);
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+  // Remaining requests get a final kCancelled event.
+  ~Scheduler();
+
+  // Request checks that need no scheduler state: kInvalidArgument for an empty prompt, a prompt that
+  // does not fit the context (by how much), token ids outside the vocabulary, bad n / max_tokens /
+  // top_logprobs / sampling parameters. Any thread.
+  Status check_request(const GenerateRequest& request) const;
+  // check_request, then queues (kResourceExhausted when max_queue requests wait already,
+  // kInvalidArgument when the id is in use).
+  Status enqueue(GenerateRequest request, EventSink sink);
+  // Frees the request's KV slots at once and sends each unfinished sample a final kCancelled event.
+  // Unknown ids (finished already) are ignored.
+  void cancel(RequestId id) { end_request(id, FinishReason::kCancelled, {}); }
+  void cancel_all();
+
+  // One step: admit, match, allocate, build the batch, run, sample, stream, finish. Returns false
+  // when nothing ran (no work).
+  bool step();
+  bool idle() const { return waiting_.empty() && running_.empty(); }
+
+  // Evicts every unlocked cached prefix; returns the tokens freed.
+  int64_t flush_cache();
+  int64_t drain_cache_events(std::vector<cache::CacheEvent>& out) { return tree_.drain_events(out); }
+  cache::FeedSnapshot cache_snapshot() const { return tree_.snapshot(); }
+
+  EngineLoad load() const;
+  int32_t n_waiting_requests() const;  // requests none of whose samples was admitted yet
+  int64_t context_tokens() const { return n_ctx_; }
+  const SchedConfig& config() const { return config_; }
+  const SchedulerStats& stats() const { return stats_; }
+  const cache::KvSlotPool& pool() const { return pool_; }
+  const cache::RadixTree& tree() const { return tree_; }
+  // The tree's invariants plus slot ownership: every slot is free, cached, or owned by exactly one
+  // running sequence; waiting sequences hold nothing; locks match the running set. O(pool + tree).
+  Status check_invariants() const;
+
+ private:
+  Scheduler(const SchedulerParams& params, int64_t n_ctx, model::KvStorage kv);
+
+  // The steps, one file each.
+  void admit();                                                                  // admit.cc
+  void match_prefix(Sequence& s);                                                // match_prefix.cc
+  void release_match(Sequence& s);                                               // match_prefix.cc
+  std::vector<PlanEntry> allocate();                                             // allocate.cc
+  bool reserve_slots(Sequence& s, int32_t& n, std::vector<PlanEntry>& planned);  // allocate.cc
+  void preempt(Sequence& s, std::vector<PlanEntry>& planned);                    // preempt.cc
+  StepPlan build_batch(std::vector<PlanEntry> entries) const;                    // build_batch.cc
+  Status run(const StepPlan& plan);                                              // run.cc
+  void commit(const StepPlan& plan);                                             // run.cc
+  std::vector<std::vector<SeqId>> fork_samples(const StepPlan& plan);            // fork.cc
+  std::vector<SampledToken> sample(const StepPlan& plan, const std::vector<std::vector<SeqId>>& row_seqs);  // sample.cc
+  void stream(std::vector<SampledToken>& sampled);                                                          // stream.cc
+  void finish();                                                                                            // finish.cc
+  void fail_step(const StepPlan& plan, const Status& error);                                                // run.cc
+
+  // KV hand-over between a sequence and the cache (cache_sequence.cc). cache_in_flight inserts
+  // tokens[0, n_computed) into the tree and moves the sequence's lock to the new node (it keeps running
+  // on the cached slots); release_to_cache does the same and then lets go (the sequence holds no KV
+  // after); drop_kv frees what the sequence owns without caching it. Duplicate slots go to the pool.
+  void cache_in_flight(Sequence& s);
+  void release_to_cache(Sequence& s);
+  void drop_kv(Sequence& s);
+
+  Sequence& seq(SeqId id) const;
+  Group& group_of(const Sequence& s) const;
+  std::unique_ptr<Sequence> new_sequence(const Group& g, int32_t index);
+  void remove_running(SeqId id);
+  void end_request(RequestId id, FinishReason reason, std::string_view error);  // cancel.cc
+  void emit_final(Group& g, int32_t index, int32_t n_generated, FinishReason reason, std::string_view error);
+  SampledToken sample_one(Sequence& s, std::span<const float> logits, int32_t top_logprobs);
+  FinishReason append_text(Sequence& s, const StopConditions& stop, int32_t token, std::string& text);
+
+  model::Model& model_;
+  const tokenizer::Tokenizer& tok_;
+  SchedConfig config_;
+  int64_t n_ctx_ = 0;  // most tokens one sequence may hold: min(model context, pool)
+  int64_t n_vocab_ = 0;
+  model::KvStorage kv_;
+  cache::KvSlotPool pool_;
+  cache::RadixTree tree_;
+
+  std::unordered_map<RequestId, std::unique_ptr<Group>> groups_;
+  std::unordered_map<uint64_t, std::unique_ptr<Sequence>> seqs_;  // by SeqId::value
+  std::deque<SeqId> waiting_;   // front is admitted first (preempted sequences rejoin there)
+  std::vector<SeqId> running_;  // admission order
+  uint64_t next_seq_ = 1;
+  uint64_t next_admit_ = 1;
+
+  std::vector<float> logits_;     // [rows, vocab] of the last step
+  std::vector<float> processed_;  // [vocab] one row after logits processors
+  sample::SamplerScratch sampler_scratch_;
+  SchedulerStats stats_;
+};
+
+}  // namespace keel::sched

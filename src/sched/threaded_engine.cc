@@ -1,0 +1,146 @@
+#include "sched/threaded_engine.h"
+
+#include <future>
+#include <iterator>
+#include <utility>
+
+namespace keel::sched {
+
+Result<std::unique_ptr<ThreadedEngine>> ThreadedEngine::create(const SchedulerParams& params) {
+  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<Scheduler> sched, Scheduler::create(params));
+  return std::unique_ptr<ThreadedEngine>(new ThreadedEngine(std::move(sched)));
+}
+
+ThreadedEngine::ThreadedEngine(std::unique_ptr<Scheduler> sched)
+    : sched_(std::move(sched)), max_queue_(sched_->config().max_queue), n_ctx_(sched_->context_tokens()) {
+  load_ = sched_->load();
+  thread_ = std::thread([this] { loop(); });
+}
+
+ThreadedEngine::~ThreadedEngine() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+  for (Command& c : inbox_) {  // never applied: their requests were accepted, so they get an ending
+    if (auto* s = std::get_if<Submit>(&c)) {
+      s->sink(StreamEvent{.id = s->request.id, .finish = FinishReason::kCancelled});
+    }
+  }
+  sched_.reset();  // cancels what the scheduler still holds
+}
+
+Status ThreadedEngine::submit(GenerateRequest request, EventSink sink) {
+  KEEL_RETURN_IF_ERROR(sched_->check_request(request));  // reads only immutable state
+  {
+    std::lock_guard lock(mu_);
+    if (draining_ || stop_)
+      return make_error(ErrorCode::kUnavailable, "the engine is draining and accepts no new requests");
+    if (load_.n_queued + n_in_transit_ + n_inbox_submits_ >= max_queue_) {
+      return make_error(ErrorCode::kResourceExhausted, "the queue is full ({} requests wait)", max_queue_);
+    }
+    inbox_.emplace_back(Submit{std::move(request), std::move(sink)});
+    ++n_inbox_submits_;
+  }
+  wake_.notify_one();
+  return {};
+}
+
+void ThreadedEngine::cancel(RequestId id) {
+  {
+    std::lock_guard lock(mu_);
+    inbox_.emplace_back(Cancel{id});
+  }
+  wake_.notify_one();
+}
+
+void ThreadedEngine::call(const std::function<void(Scheduler&)>& fn) {
+  std::promise<void> done;
+  std::future<void> finished = done.get_future();
+  {
+    std::lock_guard lock(mu_);
+    inbox_.emplace_back(Call{[&](Scheduler& s) {
+      fn(s);
+      done.set_value();
+    }});
+  }
+  wake_.notify_one();
+  finished.get();
+}
+
+Status ThreadedEngine::flush_cache() {
+  call([](Scheduler& s) { s.flush_cache(); });
+  return {};
+}
+
+int64_t ThreadedEngine::drain_cache_events(std::vector<cache::CacheEvent>& out) {
+  int64_t n = 0;
+  call([&](Scheduler& s) { n = s.drain_cache_events(out); });
+  return n;
+}
+
+cache::FeedSnapshot ThreadedEngine::cache_snapshot() {
+  cache::FeedSnapshot snap;
+  call([&](Scheduler& s) { snap = s.cache_snapshot(); });
+  return snap;
+}
+
+EngineLoad ThreadedEngine::load() const {
+  std::lock_guard lock(mu_);
+  EngineLoad l = load_;
+  l.n_queued += n_in_transit_ + n_inbox_submits_;
+  return l;
+}
+
+void ThreadedEngine::drain() {
+  std::unique_lock lock(mu_);
+  draining_ = true;
+  settled_.wait(lock, [&] { return inbox_.empty() && n_in_transit_ == 0 && idle_; });
+}
+
+void ThreadedEngine::loop() {
+  std::vector<Command> commands;
+  for (;;) {
+    {
+      std::unique_lock lock(mu_);
+      wake_.wait(lock, [&] { return stop_ || !inbox_.empty() || progressed_; });
+      if (stop_) return;
+      commands.assign(std::make_move_iterator(inbox_.begin()), std::make_move_iterator(inbox_.end()));
+      inbox_.clear();
+      n_in_transit_ += n_inbox_submits_;
+      n_inbox_submits_ = 0;
+    }
+    for (Command& c : commands) apply(c);
+    commands.clear();
+    publish(sched_->step());
+  }
+}
+
+void ThreadedEngine::apply(Command& command) {
+  if (auto* s = std::get_if<Submit>(&command)) {
+    const RequestId id = s->request.id;
+    EventSink sink = s->sink;
+    if (Status st = sched_->enqueue(std::move(s->request), std::move(s->sink)); !st.ok()) {
+      sink(StreamEvent{.id = id, .finish = FinishReason::kError, .error = st.to_string()});
+    }
+  } else if (auto* c = std::get_if<Cancel>(&command)) {
+    sched_->cancel(c->id);
+  } else if (auto* call_cmd = std::get_if<Call>(&command)) {
+    call_cmd->fn(*sched_);
+  }
+}
+
+void ThreadedEngine::publish(bool progressed) {
+  {
+    std::lock_guard lock(mu_);
+    load_ = sched_->load();
+    n_in_transit_ = 0;
+    idle_ = sched_->idle();
+    progressed_ = progressed;
+  }
+  settled_.notify_all();
+}
+
+}  // namespace keel::sched
