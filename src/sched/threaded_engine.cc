@@ -1,6 +1,6 @@
 #include "sched/threaded_engine.h"
 
-#include <future>
+#include <algorithm>
 #include <iterator>
 #include <utility>
 
@@ -23,6 +23,7 @@ ThreadedEngine::~ThreadedEngine() {
     stop_ = true;
   }
   wake_.notify_all();
+  settled_.notify_all();
   thread_.join();
   for (Command& c : inbox_) {  // never applied: their requests were accepted, so they get an ending
     if (auto* s = std::get_if<Submit>(&c)) {
@@ -57,17 +58,11 @@ void ThreadedEngine::cancel(RequestId id) {
 }
 
 void ThreadedEngine::call(const std::function<void(Scheduler&)>& fn) {
-  std::promise<void> done;
-  std::future<void> finished = done.get_future();
-  {
-    std::lock_guard lock(mu_);
-    inbox_.emplace_back(Call{[&](Scheduler& s) {
-      fn(s);
-      done.set_value();
-    }});
-  }
+  std::unique_lock lock(mu_);
+  const uint64_t ticket = ++n_calls_;
+  inbox_.emplace_back(Call{.fn = &fn, .ticket = ticket});
   wake_.notify_one();
-  finished.get();
+  settled_.wait(lock, [&] { return n_calls_done_ >= ticket || stop_; });
 }
 
 Status ThreadedEngine::flush_cache() {
@@ -112,13 +107,14 @@ void ThreadedEngine::loop() {
       n_in_transit_ += n_inbox_submits_;
       n_inbox_submits_ = 0;
     }
-    for (Command& c : commands) apply(c);
+    uint64_t last_call = 0;
+    for (Command& c : commands) apply(c, last_call);
     commands.clear();
-    publish(sched_->step());
+    publish(sched_->step(), last_call);
   }
 }
 
-void ThreadedEngine::apply(Command& command) {
+void ThreadedEngine::apply(Command& command, uint64_t& last_call) {
   if (auto* s = std::get_if<Submit>(&command)) {
     const RequestId id = s->request.id;
     EventSink sink = s->sink;
@@ -128,13 +124,15 @@ void ThreadedEngine::apply(Command& command) {
   } else if (auto* c = std::get_if<Cancel>(&command)) {
     sched_->cancel(c->id);
   } else if (auto* call_cmd = std::get_if<Call>(&command)) {
-    call_cmd->fn(*sched_);
+    (*call_cmd->fn)(*sched_);
+    last_call = call_cmd->ticket;
   }
 }
 
-void ThreadedEngine::publish(bool progressed) {
+void ThreadedEngine::publish(bool progressed, uint64_t last_call) {
   {
     std::lock_guard lock(mu_);
+    n_calls_done_ = std::max(n_calls_done_, last_call);
     load_ = sched_->load();
     n_in_transit_ = 0;
     idle_ = sched_->idle();

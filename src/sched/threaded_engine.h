@@ -52,14 +52,15 @@ class ThreadedEngine final : public Engine {
     RequestId id = 0;
   };
   struct Call {
-    std::function<void(Scheduler&)> fn;
+    const std::function<void(Scheduler&)>* fn = nullptr;  // the caller's, which waits for it
+    uint64_t ticket = 0;
   };
   using Command = std::variant<Submit, Cancel, Call>;
 
   explicit ThreadedEngine(std::unique_ptr<Scheduler> sched);
   void loop();
-  void apply(Command& command);
-  void publish(bool progressed);
+  void apply(Command& command, uint64_t& last_call);
+  void publish(bool progressed, uint64_t last_call);
 
   std::unique_ptr<Scheduler> sched_;  // touched only by thread_ once it runs
   const int32_t max_queue_;
@@ -76,6 +77,8 @@ class ThreadedEngine final : public Engine {
   bool progressed_ = false;      // the last step ran a batch (the loop steps again without waiting)
   bool draining_ = false;
   bool stop_ = false;
+  uint64_t n_calls_ = 0;       // tickets handed to call()
+  uint64_t n_calls_done_ = 0;  // calls run and published (load() then reflects them)
   std::thread thread_;
 };
 
