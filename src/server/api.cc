@@ -42,14 +42,18 @@ void respond_json(const http::ExchangePtr& ex, const json& body) {
 Status ApiConfig::validate() const {
   if (model_names.empty()) return make_error(ErrorCode::kInvalidArgument, "ApiConfig needs at least one model name");
   if (max_context_tokens < 0) return make_error(ErrorCode::kInvalidArgument, "max_context_tokens must be >= 0");
-  if (default_completion_max_tokens < 1) return make_error(ErrorCode::kInvalidArgument, "default_completion_max_tokens must be >= 1");
+  if (default_completion_max_tokens < 1)
+    return make_error(ErrorCode::kInvalidArgument, "default_completion_max_tokens must be >= 1");
   if (parse_limits.max_n < 1) return make_error(ErrorCode::kInvalidArgument, "parse_limits.max_n must be >= 1");
   return {};
 }
 
 Api::Api(ApiConfig config, sched::Engine& engine, const tokenizer::Tokenizer& tok,
          const tokenizer::ChatTemplate* chat_template)
-    : config_(std::move(config)), engine_(engine), tok_(tok), chat_template_(chat_template),
+    : config_(std::move(config)),
+      engine_(engine),
+      tok_(tok),
+      chat_template_(chat_template),
       id_salt_(fresh_seed()),
       created_s_(unix_now_s()),
       gen_metrics_(metrics_) {
@@ -85,9 +89,8 @@ void Api::add_routes(http::Router& router) {
   router.add("GET", "/v1/models", [this](http::HttpRequest&&, const http::ExchangePtr& ex) { handle_models(ex); });
   router.add("GET", "/health", [this](http::HttpRequest&&, const http::ExchangePtr& ex) { handle_health(ex); });
   router.add("GET", "/metrics", [this](http::HttpRequest&&, const http::ExchangePtr& ex) { handle_metrics(ex); });
-  router.add("POST", "/flush_cache", [this](http::HttpRequest&& r, const http::ExchangePtr& ex) {
-    handle_flush_cache(r, ex);
-  });
+  router.add("POST", "/flush_cache",
+             [this](http::HttpRequest&& r, const http::ExchangePtr& ex) { handle_flush_cache(r, ex); });
 }
 
 http::ServerHooks Api::hooks() {
@@ -102,20 +105,23 @@ void Api::begin_drain() { state_.store(State::kDraining); }
 
 void Api::count_response(std::string_view path, int status) {
   static constexpr std::string_view kKnown[] = {kChatPath, kCompletionsPath, kGeneratePath, "/v1/models",
-                                                "/health",  "/metrics",       "/flush_cache"};
+                                                "/health", "/metrics",       "/flush_cache"};
   std::string_view label = "other";
   for (auto known : kKnown) {
     if (path == known) label = known;
   }
-  metrics_.counter("keel_http_requests_total", "HTTP responses by path and status code.",
-                   fmt::format("path=\"{}\",code=\"{}\"", label, status)).add();
+  metrics_
+      .counter("keel_http_requests_total", "HTTP responses by path and status code.",
+               fmt::format("path=\"{}\",code=\"{}\"", label, status))
+      .add();
 }
 
 std::optional<ApiError> Api::check_serving() const {
   switch (state_.load()) {
     case State::kReady: return std::nullopt;
     case State::kLoading:
-      return ApiError{.status = Status(ErrorCode::kUnavailable, "the model is still loading"), .retry_after_s = config_.retry_after_s};
+      return ApiError{.status = Status(ErrorCode::kUnavailable, "the model is still loading"),
+                      .retry_after_s = config_.retry_after_s};
     case State::kDraining:
       return ApiError{.status = Status(ErrorCode::kUnavailable, "the server is draining and accepts no new requests"),
                       .retry_after_s = config_.retry_after_s};
@@ -228,8 +234,8 @@ void Api::handle_health(const http::ExchangePtr& ex) {
 }
 
 void Api::handle_metrics(const http::ExchangePtr& ex) {
-  ex->respond(http::HttpResponse{.status = 200, .content_type = "text/plain; version=0.0.4; charset=utf-8",
-                                 .body = metrics_.render()});
+  ex->respond(http::HttpResponse{
+      .status = 200, .content_type = "text/plain; version=0.0.4; charset=utf-8", .body = metrics_.render()});
 }
 
 void Api::handle_flush_cache(const http::HttpRequest&, const http::ExchangePtr& ex) {

@@ -28,12 +28,12 @@
 namespace keel::server {
 
 struct ApiConfig {
-  std::vector<std::string> model_names;     // the first is what /v1/models lists; requests name any
-  int32_t max_context_tokens = 0;           // prompt + completion; 0 = unknown (the engine checks)
+  std::vector<std::string> model_names;        // the first is what /v1/models lists; requests name any
+  int32_t max_context_tokens = 0;              // prompt + completion; 0 = unknown (the engine checks)
   int32_t default_completion_max_tokens = 16;  // /v1/completions without max_tokens (OpenAI's default)
-  openai::ParseLimits parse_limits;         // n_vocab is taken from the tokenizer
-  bool engine_emits_text = true;            // false: detokenize StreamEvent::tokens here
-  int32_t retry_after_s = 1;                // Retry-After on 429 and 503
+  openai::ParseLimits parse_limits;            // n_vocab is taken from the tokenizer
+  bool engine_emits_text = true;               // false: detokenize StreamEvent::tokens here
+  int32_t retry_after_s = 1;                   // Retry-After on 429 and 503
 
   Status validate() const;
 };

@@ -60,14 +60,16 @@ openai::ApiResult<sched::GenerateRequest> make_generate_request(const Generation
   if (limits.max_context_tokens > 0) {
     int64_t room = limits.max_context_tokens - n_prompt;
     if (room < 1) {
-      return openai::param_error(limits.prompt_param, "the prompt has {} tokens, more than the context of {} tokens leaves room for",
+      return openai::param_error(limits.prompt_param,
+                                 "the prompt has {} tokens, more than the context of {} tokens leaves room for",
                                  n_prompt, limits.max_context_tokens);
     }
     if (!params.max_tokens) {
       max_tokens = limits.max_tokens_fills_context ? static_cast<int32_t>(room)
                                                    : static_cast<int32_t>(std::min<int64_t>(max_tokens, room));
     } else if (*params.max_tokens > room) {
-      return openai::param_error("max_tokens", "the prompt ({} tokens) plus max_tokens ({}) exceed the context of {} tokens",
+      return openai::param_error("max_tokens",
+                                 "the prompt ({} tokens) plus max_tokens ({}) exceed the context of {} tokens",
                                  n_prompt, *params.max_tokens, limits.max_context_tokens);
     }
   }

@@ -14,8 +14,8 @@
 namespace keel::server {
 
 struct EngineRequestLimits {
-  int32_t max_context_tokens = 0;   // prompt + completion; 0 = unknown (the engine checks)
-  int32_t default_max_tokens = 16;  // when the request sets none and the context is unknown
+  int32_t max_context_tokens = 0;         // prompt + completion; 0 = unknown (the engine checks)
+  int32_t default_max_tokens = 16;        // when the request sets none and the context is unknown
   bool max_tokens_fills_context = false;  // chat: an absent max_tokens means "the rest of the context"
   const char* prompt_param = "prompt";    // named when the prompt does not fit ("messages" for chat)
 };

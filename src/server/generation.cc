@@ -33,13 +33,18 @@ void GenerationMetrics::count_finished(FinishReason reason) {
     case FinishReason::kCancelled: name = "cancelled"; break;
     case FinishReason::kError: name = "error"; break;
   }
-  registry.counter("keel_request_samples_finished_total", "Finished samples by finish reason.",
-                   fmt::format("reason=\"{}\"", name)).add();
+  registry
+      .counter("keel_request_samples_finished_total", "Finished samples by finish reason.",
+               fmt::format("reason=\"{}\"", name))
+      .add();
 }
 
 Generation::Generation(GenerationSetup setup, http::ExchangePtr exchange, const tokenizer::Tokenizer& tok,
                        GenerationMetrics& metrics)
-    : setup_(std::move(setup)), exchange_(std::move(exchange)), tok_(tok), metrics_(metrics),
+    : setup_(std::move(setup)),
+      exchange_(std::move(exchange)),
+      tok_(tok),
+      metrics_(metrics),
       token_bytes_([&tok](int32_t id) -> const std::string& {
         static const std::string kEmpty;
         return id >= 0 && id < tok.n_vocab() ? tok.token_bytes(id) : kEmpty;
@@ -101,20 +106,21 @@ void Generation::stream_event(Sample& s, const sched::StreamEvent& ev, const std
   const int32_t index = s.choice.index;
   if (setup_.kind == ApiKind::kNative) {
     bool final = ev.finish != FinishReason::kNone;
-    openai::Usage usage{.prompt_tokens = ev.prompt_tokens, .completion_tokens = ev.completion_tokens,
+    openai::Usage usage{.prompt_tokens = ev.prompt_tokens,
+                        .completion_tokens = ev.completion_tokens,
                         .cached_tokens = ev.cached_tokens};
     if (!text.empty() || !ev.tokens.empty() || final) {
-      exchange_->push(http::sse_event(native_chunk_json(setup_.head.id, index, text, ev.tokens, ev.finish,
-                                                        final ? &usage : nullptr)));
+      exchange_->push(http::sse_event(
+          native_chunk_json(setup_.head.id, index, text, ev.tokens, ev.finish, final ? &usage : nullptr)));
     }
     return;
   }
   json logprobs = nullptr;
   if (setup_.with_logprobs && ev.logprobs.size() == ev.tokens.size() && !ev.tokens.empty()) {
     openai::LogprobRun run{.tokens = ev.tokens, .chosen = ev.logprobs, .alternatives = ev.top_logprobs};
-    logprobs = setup_.kind == ApiKind::kChat ? openai::chat_logprobs_json(run, token_bytes_)
-                                             : openai::completion_logprobs_json(run, token_bytes_,
-                                                                                static_cast<int64_t>(text_offset));
+    logprobs = setup_.kind == ApiKind::kChat
+                   ? openai::chat_logprobs_json(run, token_bytes_)
+                   : openai::completion_logprobs_json(run, token_bytes_, static_cast<int64_t>(text_offset));
   }
   if (!text.empty() || !logprobs.is_null()) {
     exchange_->push(http::sse_event(chunk_for(index, text, logprobs, FinishReason::kNone)));

@@ -39,8 +39,8 @@ struct GenerationSetup {
   bool stream = false;
   bool include_usage = false;
   bool with_logprobs = false;
-  bool detokenize = false;   // the engine sends no text: decode tokens here
-  int64_t received_us = 0;   // when the request arrived (now_us clock)
+  bool detokenize = false;  // the engine sends no text: decode tokens here
+  int64_t received_us = 0;  // when the request arrived (now_us clock)
 };
 
 class Generation {

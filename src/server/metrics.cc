@@ -42,7 +42,7 @@ Histogram::Snapshot Histogram::snapshot() const {
 }
 
 std::vector<double> latency_buckets_s() {
-  return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5,
+  return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1,  0.15, 0.2,  0.3, 0.5,
           0.75,  1.0,    1.5,   2.0,  3.0,   5.0,  7.5,   10.0, 20.0, 30.0, 60.0};
 }
 
@@ -98,11 +98,13 @@ std::string MetricsRegistry::render() const {
   for (const auto& [name, f] : families_) {
     const char* type = f.type == Type::kCounter ? "counter" : f.type == Type::kHistogram ? "histogram" : "gauge";
     out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, f.help, name, type);
-    for (const auto& [labels, c] : f.counters) out += fmt::format("{}{} {}\n", name, braces(labels), format_value(c->value()));
+    for (const auto& [labels, c] : f.counters)
+      out += fmt::format("{}{} {}\n", name, braces(labels), format_value(c->value()));
     for (const auto& [labels, h] : f.histograms) {
       auto s = h->snapshot();
       for (size_t i = 0; i < s.upper_bounds.size(); ++i) {
-        out += fmt::format("{}_bucket{} {}\n", name, braces(labels, fmt::format("le=\"{}\"", format_value(s.upper_bounds[i]))),
+        out += fmt::format("{}_bucket{} {}\n", name,
+                           braces(labels, fmt::format("le=\"{}\"", format_value(s.upper_bounds[i]))),
                            s.cumulative_counts[i]);
       }
       out += fmt::format("{}_bucket{} {}\n", name, braces(labels, "le=\"+Inf\""), s.count);

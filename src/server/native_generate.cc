@@ -27,7 +27,8 @@ openai::ApiResult<NativeRequest> parse_native_request(std::string_view body, con
   p.max_tokens = 128;
   if (r.has("sampling_params")) {
     const json& sp = r.at("sampling_params");
-    if (!sp.is_object()) return openai::param_error("sampling_params", "must be an object, got {}", openai::json_type_name(sp));
+    if (!sp.is_object())
+      return openai::param_error("sampling_params", "must be an object, got {}", openai::json_type_name(sp));
     FieldReader s(sp, "sampling_params");
     int32_t max_new = *p.max_tokens;
     KEEL_API_TRY(s.read_int("max_new_tokens", 1, std::numeric_limits<int32_t>::max(), max_new));
@@ -81,8 +82,8 @@ std::string native_response_json(const std::string& id, std::span<const openai::
   return openai::dump_json(out.size() == 1 ? out[0] : out);
 }
 
-std::string native_chunk_json(const std::string& id, int32_t index, std::string_view text,
-                              std::span<const int32_t> ids, sched::FinishReason finish, const openai::Usage* usage) {
+std::string native_chunk_json(const std::string& id, int32_t index, std::string_view text, std::span<const int32_t> ids,
+                              sched::FinishReason finish, const openai::Usage* usage) {
   json body = {{"index", index}, {"text", text}, {"output_ids", std::vector<int32_t>(ids.begin(), ids.end())}};
   if (usage != nullptr) {
     body["meta_info"] = {{"id", id},

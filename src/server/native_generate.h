@@ -16,8 +16,8 @@ namespace keel::server {
 
 struct NativeRequest {
   bool has_ids = false;
-  std::string text;               // when !has_ids
-  std::vector<int32_t> input_ids; // when has_ids
+  std::string text;                 // when !has_ids
+  std::vector<int32_t> input_ids;   // when has_ids
   openai::GenerationParams params;  // max_tokens from sampling_params.max_new_tokens
 };
 
@@ -27,7 +27,7 @@ openai::ApiResult<NativeRequest> parse_native_request(std::string_view body, con
 std::string native_response_json(const std::string& id, std::span<const openai::Choice> choices,
                                  const openai::Usage& usage, bool with_logprobs);
 // One stream event of one sample: the new text and ids; meta_info on its final event.
-std::string native_chunk_json(const std::string& id, int32_t index, std::string_view text,
-                              std::span<const int32_t> ids, sched::FinishReason finish, const openai::Usage* usage);
+std::string native_chunk_json(const std::string& id, int32_t index, std::string_view text, std::span<const int32_t> ids,
+                              sched::FinishReason finish, const openai::Usage* usage);
 
 }  // namespace keel::server

@@ -37,7 +37,8 @@ openai::ApiResult<std::vector<int32_t>> chat_prompt_tokens(const tokenizer::Toke
                           {"eos_token", special_text(tok, spec.eos_id)}};
   auto text = chat_template->render(context);
   if (!text.ok()) {
-    return openai::ApiError{.status = Status(ErrorCode::kInvalidArgument, text.status().message()), .param = "messages"};
+    return openai::ApiError{.status = Status(ErrorCode::kInvalidArgument, text.status().message()),
+                            .param = "messages"};
   }
   return tok.encode(*text, tokenizer::EncodeOptions{.add_special = false, .parse_special = true});
 }

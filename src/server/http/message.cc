@@ -65,8 +65,7 @@ std::string serialize_response(const HttpResponse& response, bool keep_alive) {
   return out;
 }
 
-std::string serialize_stream_head(int status, std::string_view content_type, const Headers& headers,
-                                  bool keep_alive) {
+std::string serialize_stream_head(int status, std::string_view content_type, const Headers& headers, bool keep_alive) {
   std::string out = fmt::format(
       "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n"
       "Connection: {}\r\n",

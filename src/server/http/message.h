@@ -12,11 +12,11 @@ namespace keel::server::http {
 using Headers = std::vector<std::pair<std::string, std::string>>;
 
 struct HttpRequest {
-  std::string method;   // "GET", "POST", ...
-  std::string target;   // as sent: path plus optional "?query"
-  std::string path;     // target without the query
-  std::string query;    // after '?', undecoded ("" if none)
-  Headers headers;      // in arrival order, names as sent
+  std::string method;  // "GET", "POST", ...
+  std::string target;  // as sent: path plus optional "?query"
+  std::string path;    // target without the query
+  std::string query;   // after '?', undecoded ("" if none)
+  Headers headers;     // in arrival order, names as sent
   std::string body;
   // Value of the first header named `name` (ASCII case-insensitive), "" if absent.
   std::string_view header(std::string_view name) const;
@@ -25,7 +25,7 @@ struct HttpRequest {
 struct HttpResponse {
   int status = 200;
   std::string content_type = "application/json";
-  Headers headers;      // extra headers (Retry-After, Allow, ...); framing headers are added by the server
+  Headers headers;  // extra headers (Retry-After, Allow, ...); framing headers are added by the server
   std::string body;
 };
 
@@ -40,8 +40,7 @@ std::string_view reason_phrase(int status);
 std::string serialize_response(const HttpResponse& response, bool keep_alive);
 
 // The status line and headers that open a chunked stream (no body bytes).
-std::string serialize_stream_head(int status, std::string_view content_type, const Headers& headers,
-                                  bool keep_alive);
+std::string serialize_stream_head(int status, std::string_view content_type, const Headers& headers, bool keep_alive);
 
 // One HTTP/1.1 chunk framing `data` ("" is not allowed: it would end the body; see last_chunk()).
 std::string frame_chunk(std::string_view data);

@@ -26,9 +26,9 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/error.hpp>
+#include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
-#include <boost/beast/http/parser.hpp>
 
 #include "base/log.h"
 
@@ -41,10 +41,12 @@ using tcp = net::ip::tcp;
 using Clock = std::chrono::steady_clock;
 
 Status ServerConfig::validate() const {
-  if (n_io_threads < 1) return make_error(ErrorCode::kInvalidArgument, "n_io_threads must be >= 1, got {}", n_io_threads);
+  if (n_io_threads < 1)
+    return make_error(ErrorCode::kInvalidArgument, "n_io_threads must be >= 1, got {}", n_io_threads);
   if (max_body_bytes < 1) return make_error(ErrorCode::kInvalidArgument, "max_body_bytes must be >= 1");
   if (max_header_bytes < 256) return make_error(ErrorCode::kInvalidArgument, "max_header_bytes must be >= 256");
-  if (max_stream_buffer_bytes < 1) return make_error(ErrorCode::kInvalidArgument, "max_stream_buffer_bytes must be >= 1");
+  if (max_stream_buffer_bytes < 1)
+    return make_error(ErrorCode::kInvalidArgument, "max_stream_buffer_bytes must be >= 1");
   if (header_timeout_ms < 1 || body_timeout_ms < 1 || idle_timeout_ms < 1 || write_timeout_ms < 1 ||
       drain_timeout_ms < 0) {
     return make_error(ErrorCode::kInvalidArgument, "timeouts must be positive");
@@ -139,12 +141,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
   Phase phase_ = Phase::kIdle;
-  uint64_t seq_ = 0;                   // the current exchange
-  bool ended_ = false;                 // the current exchange wrote (or queued) its last bytes
+  uint64_t seq_ = 0;    // the current exchange
+  bool ended_ = false;  // the current exchange wrote (or queued) its last bytes
   bool keep_alive_ = true;
-  std::string method_, path_;          // of the current exchange, for the response observer
-  std::string out_;                    // bytes waiting for the write in flight
-  std::string inflight_;               // bytes of the write in flight
+  std::string method_, path_;  // of the current exchange, for the response observer
+  std::string out_;            // bytes waiting for the write in flight
+  std::string inflight_;       // bytes of the write in flight
   bool writing_ = false;
   bool end_after_write_ = false;
   bool watching_ = false;
@@ -317,17 +319,15 @@ void Connection::start_watch() {
   if (watching_ || buffer_.size() >= kMaxWatchBuffered) return;
   watching_ = true;
   stream_.expires_never();
-  stream_.async_read_some(buffer_.prepare(kReadChunk), [self = shared_from_this()](beast::error_code ec, size_t n) {
-    self->on_watch(ec, n);
-  });
+  stream_.async_read_some(buffer_.prepare(kReadChunk),
+                          [self = shared_from_this()](beast::error_code ec, size_t n) { self->on_watch(ec, n); });
 }
 
 void Connection::on_watch(beast::error_code ec, size_t n) {
   watching_ = false;
   if (!ec) buffer_.commit(n);
   switch (phase_) {
-    case Phase::kClosed:
-      return;
+    case Phase::kClosed: return;
     case Phase::kAfterExchange:
       if (ec && ec != net::error::operation_aborted) return close();
       return wait_idle();
@@ -337,8 +337,7 @@ void Connection::on_watch(beast::error_code ec, size_t n) {
       return start_watch();
     case Phase::kIdle:
     case Phase::kReadingHeader:
-    case Phase::kReadingBody:
-      return;  // not reached: a watch only runs while an exchange is in flight
+    case Phase::kReadingBody: return;  // not reached: a watch only runs while an exchange is in flight
   }
 }
 
@@ -383,7 +382,8 @@ void Connection::queue_write(std::string&& bytes, bool ends_exchange) {
   out_ += bytes;
   if (ends_exchange) end_after_write_ = true;
   if (!ends_exchange && static_cast<int64_t>(out_.size()) > shared_.config.max_stream_buffer_bytes) {
-    KEEL_LOG_WARN("dropping a client that lets more than {} stream bytes pile up", shared_.config.max_stream_buffer_bytes);
+    KEEL_LOG_WARN("dropping a client that lets more than {} stream bytes pile up",
+                  shared_.config.max_stream_buffer_bytes);
     return close();
   }
   flush();
@@ -448,8 +448,7 @@ void Connection::close() {
 }  // namespace
 
 struct HttpServer::Impl {
-  explicit Impl(ServerConfig config, Router router, ServerHooks hooks)
-      : acceptor(net::make_strand(ioc)) {
+  explicit Impl(ServerConfig config, Router router, ServerHooks hooks) : acceptor(net::make_strand(ioc)) {
     shared.config = std::move(config);
     shared.router = std::move(router);
     shared.hooks = std::move(hooks);
@@ -483,7 +482,7 @@ struct HttpServer::Impl {
     return shared.cv.wait_for(lock, timeout, [&] { return shared.live.empty(); });
   }
 
-  Shared shared;         // first: outlives the io_context, whose teardown destroys connections
+  Shared shared;  // first: outlives the io_context, whose teardown destroys connections
   net::io_context ioc;
   tcp::acceptor acceptor;
   std::optional<net::executor_work_guard<net::io_context::executor_type>> work;

@@ -18,7 +18,7 @@ namespace keel::server::http {
 
 struct ServerConfig {
   std::string host = "127.0.0.1";
-  uint16_t port = 8000;                        // 0 = any free port (read it back with port())
+  uint16_t port = 8000;  // 0 = any free port (read it back with port())
   int32_t n_io_threads = 2;
   int64_t max_body_bytes = 8 << 20;            // larger bodies get 413
   int64_t max_header_bytes = 16 << 10;         // larger headers get 431
@@ -39,8 +39,8 @@ using ErrorRenderer = std::function<HttpResponse(int status, std::string_view me
 using ResponseObserver = std::function<void(std::string_view method, std::string_view path, int status)>;
 
 struct ServerHooks {
-  ErrorRenderer render_error;   // null: plain-text bodies
-  ResponseObserver on_response; // null: none
+  ErrorRenderer render_error;    // null: plain-text bodies
+  ResponseObserver on_response;  // null: none
 };
 
 class HttpServer {

@@ -61,18 +61,17 @@ std::pair<std::string_view, std::string_view> type_and_code(const ApiError& erro
 std::string error_json(const ApiError& error) {
   int status = http_status_of(error);
   auto [type, code] = type_and_code(error, status);
-  nlohmann::json body = {
-      {"error",
-       {{"message", error.status.message()},
-        {"type", type},
-        {"param", error.param.empty() ? nlohmann::json(nullptr) : nlohmann::json(error.param)},
-        {"code", code.empty() ? nlohmann::json(nullptr) : nlohmann::json(code)}}}};
+  nlohmann::json body = {{"error",
+                          {{"message", error.status.message()},
+                           {"type", type},
+                           {"param", error.param.empty() ? nlohmann::json(nullptr) : nlohmann::json(error.param)},
+                           {"code", code.empty() ? nlohmann::json(nullptr) : nlohmann::json(code)}}}};
   return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 http::HttpResponse error_response(const ApiError& error) {
-  http::HttpResponse resp{.status = http_status_of(error), .content_type = "application/json",
-                          .body = error_json(error)};
+  http::HttpResponse resp{
+      .status = http_status_of(error), .content_type = "application/json", .body = error_json(error)};
   if (error.retry_after_s > 0 && (resp.status == 429 || resp.status == 503)) {
     resp.headers.emplace_back("Retry-After", std::to_string(error.retry_after_s));
   }

@@ -17,17 +17,17 @@ namespace keel::server::openai {
 // A failed API call: a Status plus the request field it concerns.
 struct ApiError {
   Status status;
-  std::string param;           // the offending request field ("messages[2].content"), "" if none
-  int http_status = 0;         // 0: derived from status.code(); set for HTTP-level failures
-  int32_t retry_after_s = 0;   // sent as Retry-After with 429 and 503 when > 0
+  std::string param;          // the offending request field ("messages[2].content"), "" if none
+  int http_status = 0;        // 0: derived from status.code(); set for HTTP-level failures
+  int32_t retry_after_s = 0;  // sent as Retry-After with 429 and 503 when > 0
 };
 
 // A value or an ApiError (request parsing and the Api's handlers return these).
 template <typename T>
 class [[nodiscard]] ApiResult {
  public:
-  ApiResult(T value) : v_(std::move(value)) {}        // NOLINT(implicit)
-  ApiResult(ApiError error) : v_(std::move(error)) {} // NOLINT(implicit)
+  ApiResult(T value) : v_(std::move(value)) {}         // NOLINT(implicit)
+  ApiResult(ApiError error) : v_(std::move(error)) {}  // NOLINT(implicit)
   bool ok() const { return std::holds_alternative<T>(v_); }
   T& value() & { return std::get<T>(v_); }
   const T& value() const& { return std::get<T>(v_); }

@@ -31,8 +31,10 @@ static bool depth_exceeds(std::string_view text, int32_t max_depth) {
   for (size_t i = 0; i < text.size(); ++i) {
     char c = text[i];
     if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
     } else if (c == '"') {
       in_string = true;
     } else if (c == '[' || c == '{') {
@@ -46,7 +48,8 @@ static bool depth_exceeds(std::string_view text, int32_t max_depth) {
 
 ApiResult<json> parse_json_object(std::string_view body, int32_t max_depth) {
   if (depth_exceeds(body, max_depth)) {
-    return ApiError{.status = make_error(ErrorCode::kInvalidArgument, "request JSON nests deeper than {} levels", max_depth)};
+    return ApiError{.status =
+                        make_error(ErrorCode::kInvalidArgument, "request JSON nests deeper than {} levels", max_depth)};
   }
   json j;
   try {
@@ -143,10 +146,13 @@ MaybeError FieldReader::read_string_or_list(std::string_view key, size_t max_ite
     return {};
   }
   if (!v.is_array()) return param_error(name(key), "must be a string or a list of strings, got {}", json_type_name(v));
-  if (v.size() > max_items) return param_error(name(key), "has {} entries, at most {} are allowed", v.size(), max_items);
+  if (v.size() > max_items)
+    return param_error(name(key), "has {} entries, at most {} are allowed", v.size(), max_items);
   for (size_t i = 0; i < v.size(); ++i) {
-    if (!v[i].is_string()) return param_error(fmt::format("{}[{}]", name(key), i), "must be a string, got {}", json_type_name(v[i]));
-    if (v[i].get_ref<const std::string&>().empty()) return param_error(fmt::format("{}[{}]", name(key), i), "must not be empty");
+    if (!v[i].is_string())
+      return param_error(fmt::format("{}[{}]", name(key), i), "must be a string, got {}", json_type_name(v[i]));
+    if (v[i].get_ref<const std::string&>().empty())
+      return param_error(fmt::format("{}[{}]", name(key), i), "must not be empty");
     out.push_back(v[i].get<std::string>());
   }
   return {};
@@ -157,15 +163,16 @@ MaybeError FieldReader::read_int_list(std::string_view key, int64_t lo, int64_t 
   if (!has(key)) return {};
   const json& v = at(key);
   if (!v.is_array()) return param_error(name(key), "must be a list of integers, got {}", json_type_name(v));
-  if (v.size() > max_items) return param_error(name(key), "has {} entries, at most {} are allowed", v.size(), max_items);
+  if (v.size() > max_items)
+    return param_error(name(key), "has {} entries, at most {} are allowed", v.size(), max_items);
   out.clear();
   for (size_t i = 0; i < v.size(); ++i) {
     const json& e = v[i];
     std::string field = fmt::format("{}[{}]", name(key), i);
     if (!e.is_number_integer()) return param_error(field, "must be an integer, got {}", json_type_name(e));
-    bool out_of_range = e.is_number_unsigned()
-                            ? (e.get<uint64_t>() > static_cast<uint64_t>(hi) || (lo > 0 && e.get<uint64_t>() < static_cast<uint64_t>(lo)))
-                            : (e.get<int64_t>() < lo || e.get<int64_t>() > hi);
+    bool out_of_range = e.is_number_unsigned() ? (e.get<uint64_t>() > static_cast<uint64_t>(hi) ||
+                                                  (lo > 0 && e.get<uint64_t>() < static_cast<uint64_t>(lo)))
+                                               : (e.get<int64_t>() < lo || e.get<int64_t>() > hi);
     if (out_of_range) {
       return param_error(field, "must be in [{}, {}], got {}", lo, hi, e.dump());
     }
@@ -177,7 +184,8 @@ MaybeError FieldReader::read_int_list(std::string_view key, int64_t lo, int64_t 
 MaybeError FieldReader::accept_only_default(std::string_view key, const json& default_value, std::string_view why) {
   if (!has(key)) return {};
   const json& v = at(key);
-  if (v != default_value) return ApiError{.status = make_error(ErrorCode::kUnsupported, "{}: {}", name(key), why), .param = name(key)};
+  if (v != default_value)
+    return ApiError{.status = make_error(ErrorCode::kUnsupported, "{}: {}", name(key), why), .param = name(key)};
   return {};
 }
 

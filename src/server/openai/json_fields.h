@@ -20,8 +20,8 @@ namespace keel::server::openai {
 using MaybeError = std::optional<ApiError>;
 
 // Returns from the enclosing function (which returns an ApiResult or MaybeError) on error.
-#define KEEL_API_TRY(expr)                     \
-  do {                                         \
+#define KEEL_API_TRY(expr)                          \
+  do {                                              \
     if (auto keel_err_ = (expr)) return *keel_err_; \
   } while (0)
 

@@ -19,7 +19,8 @@ MaybeError read_logit_bias(FieldReader& r, const ParseLimits& limits, Generation
   if (!r.has("logit_bias")) return {};
   const json& v = r.at("logit_bias");
   std::string field = r.name("logit_bias");
-  if (!v.is_object()) return param_error(field, "must be an object mapping token ids to biases, got {}", json_type_name(v));
+  if (!v.is_object())
+    return param_error(field, "must be an object mapping token ids to biases, got {}", json_type_name(v));
   for (const auto& [key, bias] : v.items()) {
     int64_t id = -1;
     auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
@@ -59,7 +60,8 @@ MaybeError read_response_format(FieldReader& r, GenerationParams& p) {
     KEEL_API_TRY(s.read_string("name", name));
     KEEL_API_TRY(s.read_string("description", name));
     KEEL_API_TRY(s.read_bool("strict", strict));
-    if (!s.has("schema") || !s.at("schema").is_object()) return param_error(s.name("schema"), "must be a JSON Schema object");
+    if (!s.has("schema") || !s.at("schema").is_object())
+      return param_error(s.name("schema"), "must be a JSON Schema object");
     p.response_format.spec = s.at("schema").dump();
     KEEL_API_TRY(s.finish());
   } else if (type == "regex" || type == "ebnf") {
@@ -104,7 +106,8 @@ MaybeError read_content(FieldReader& m, std::string_view role, std::string& out)
     out = c.get<std::string>();
     return {};
   }
-  if (!c.is_array()) return param_error(m.name("content"), "must be a string or a list of content parts, got {}", json_type_name(c));
+  if (!c.is_array())
+    return param_error(m.name("content"), "must be a string or a list of content parts, got {}", json_type_name(c));
   for (size_t i = 0; i < c.size(); ++i) {
     std::string part_name = fmt::format("{}[{}]", m.name("content"), i);
     if (!c[i].is_object()) return param_error(part_name, "must be an object, got {}", json_type_name(c[i]));
@@ -113,9 +116,10 @@ MaybeError read_content(FieldReader& m, std::string_view role, std::string& out)
     KEEL_API_TRY(part.read_string("type", type));
     if (type != "text") {
       if (type.empty()) return param_error(part.name("type"), "is required");
-      return ApiError{.status = make_error(ErrorCode::kUnsupported,
-                                           "{}: content part type '{}' is not supported (text only)", part.name("type"), type),
-                      .param = part.name("type")};
+      return ApiError{
+          .status = make_error(ErrorCode::kUnsupported, "{}: content part type '{}' is not supported (text only)",
+                               part.name("type"), type),
+          .param = part.name("type")};
     }
     if (!part.has("text")) return param_error(part.name("text"), "is required");
     KEEL_API_TRY(part.read_string("text", text));
@@ -148,8 +152,9 @@ MaybeError read_messages(FieldReader& r, std::vector<ChatMessage>& out) {
       KEEL_API_TRY(m.read_string("tool_call_id", msg.tool_call_id));
     }
     if (m.has("tool_calls")) {
-      return ApiError{.status = make_error(ErrorCode::kUnsupported, "{}: tool calls are not supported", m.name("tool_calls")),
-                      .param = m.name("tool_calls")};
+      return ApiError{
+          .status = make_error(ErrorCode::kUnsupported, "{}: tool calls are not supported", m.name("tool_calls")),
+          .param = m.name("tool_calls")};
     }
     KEEL_API_TRY(m.finish());
     out.push_back(std::move(msg));
@@ -171,9 +176,9 @@ MaybeError read_prompt(FieldReader& r, const ParseLimits& limits, CompletionRequ
   const json* one = &v;
   if (v[0].is_string() || v[0].is_array()) {
     if (v.size() > 1) {
-      return ApiError{.status = make_error(ErrorCode::kUnsupported,
-                                           "prompt: batches of {} prompts are not supported; send one request per prompt",
-                                           v.size()),
+      return ApiError{.status = make_error(
+                          ErrorCode::kUnsupported,
+                          "prompt: batches of {} prompts are not supported; send one request per prompt", v.size()),
                       .param = "prompt"};
     }
     if (v[0].is_string()) {
@@ -273,7 +278,8 @@ ApiResult<CompletionRequest> parse_completion_request(std::string_view body, con
     int32_t best_of = 1;
     KEEL_API_TRY(r.read_int("best_of", 1, limits.max_n, best_of));
     if (best_of != p.n) {
-      return ApiError{.status = make_error(ErrorCode::kUnsupported, "best_of: only best_of == n is supported, got {} with n = {}", best_of, p.n),
+      return ApiError{.status = make_error(ErrorCode::kUnsupported,
+                                           "best_of: only best_of == n is supported, got {} with n = {}", best_of, p.n),
                       .param = "best_of"};
     }
   }

@@ -17,10 +17,10 @@
 namespace keel::server::openai {
 
 struct ParseLimits {
-  int32_t max_n = 16;             // samples per request
-  int32_t max_stop = 16;          // stop strings (OpenAI allows 4; more cost nothing here)
+  int32_t max_n = 16;     // samples per request
+  int32_t max_stop = 16;  // stop strings (OpenAI allows 4; more cost nothing here)
   int32_t max_top_logprobs = 20;
-  int32_t n_vocab = 0;            // token ids must be < n_vocab (0 = unchecked)
+  int32_t n_vocab = 0;  // token ids must be < n_vocab (0 = unchecked)
   int32_t max_json_depth = 64;
   int64_t max_prompt_ids = 1 << 20;
 };
@@ -37,9 +37,9 @@ struct GenerationParams {
   std::optional<int32_t> max_tokens;  // absent: the Api picks (completions: 16; chat: context left)
   float temperature = 1.0f;
   float top_p = 1.0f;
-  int32_t top_k = 0;                  // 0 (or -1 on the wire) = off
+  int32_t top_k = 0;  // 0 (or -1 on the wire) = off
   float min_p = 0.0f;
-  std::optional<uint64_t> seed;       // absent: a fresh random seed
+  std::optional<uint64_t> seed;  // absent: a fresh random seed
   int32_t n = 1;
   std::vector<std::string> stop;
   std::vector<int32_t> stop_token_ids;
@@ -49,8 +49,8 @@ struct GenerationParams {
   std::vector<std::pair<int32_t, float>> logit_bias;  // token id -> bias in [-100, 100]
   bool ignore_eos = false;
   bool stream = false;
-  bool include_usage = false;         // stream_options.include_usage
-  int32_t top_logprobs = -1;          // -1: no logprobs; else the chosen token + this many alternatives
+  bool include_usage = false;  // stream_options.include_usage
+  int32_t top_logprobs = -1;   // -1: no logprobs; else the chosen token + this many alternatives
   ResponseFormat response_format;
 };
 
@@ -70,7 +70,7 @@ struct ChatRequest {
 struct CompletionRequest {
   std::string model;
   bool prompt_is_ids = false;
-  std::string prompt_text;        // when !prompt_is_ids
+  std::string prompt_text;          // when !prompt_is_ids
   std::vector<int32_t> prompt_ids;  // when prompt_is_ids
   GenerationParams params;
 };

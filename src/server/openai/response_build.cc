@@ -88,8 +88,8 @@ std::string chat_completion_json(const ResponseHead& head, std::span<const Choic
                            {"logprobs", with_logprobs ? choice_logprobs(c, true, token_bytes) : json(nullptr)},
                            {"finish_reason", finish_reason_json(c.finish)}});
   }
-  json body = {{"id", head.id},           {"object", "chat.completion"},   {"created", head.created},
-               {"model", head.model},     {"choices", std::move(out_choices)}, {"usage", usage_json(usage)}};
+  json body = {{"id", head.id},       {"object", "chat.completion"},       {"created", head.created},
+               {"model", head.model}, {"choices", std::move(out_choices)}, {"usage", usage_json(usage)}};
   return dump_json(body);
 }
 
@@ -102,7 +102,7 @@ std::string text_completion_json(const ResponseHead& head, std::span<const Choic
                            {"logprobs", with_logprobs ? choice_logprobs(c, false, token_bytes) : json(nullptr)},
                            {"finish_reason", finish_reason_json(c.finish)}});
   }
-  json body = {{"id", head.id},       {"object", "text_completion"},   {"created", head.created},
+  json body = {{"id", head.id},       {"object", "text_completion"},       {"created", head.created},
                {"model", head.model}, {"choices", std::move(out_choices)}, {"usage", usage_json(usage)}};
   return dump_json(body);
 }
@@ -115,23 +115,30 @@ std::string chat_chunk_json(const ResponseHead& head, const ChunkDelta& delta, b
                  {"delta", std::move(d)},
                  {"logprobs", delta.logprobs},
                  {"finish_reason", finish_reason_json(delta.finish)}};
-  json body = {{"id", head.id},       {"object", "chat.completion.chunk"},   {"created", head.created},
-               {"model", head.model}, {"choices", json::array({std::move(choice)})}};
+  json body = {{"id", head.id},
+               {"object", "chat.completion.chunk"},
+               {"created", head.created},
+               {"model", head.model},
+               {"choices", json::array({std::move(choice)})}};
   if (include_usage_field) body["usage"] = nullptr;
   return dump_json(body);
 }
 
-std::string completion_chunk_json(const ResponseHead& head, int32_t index, std::string_view text,
-                                  const json& logprobs, sched::FinishReason finish, bool include_usage_field) {
-  json choice = {{"index", index}, {"text", text}, {"logprobs", logprobs}, {"finish_reason", finish_reason_json(finish)}};
-  json body = {{"id", head.id},       {"object", "text_completion"},   {"created", head.created},
-               {"model", head.model}, {"choices", json::array({std::move(choice)})}};
+std::string completion_chunk_json(const ResponseHead& head, int32_t index, std::string_view text, const json& logprobs,
+                                  sched::FinishReason finish, bool include_usage_field) {
+  json choice = {
+      {"index", index}, {"text", text}, {"logprobs", logprobs}, {"finish_reason", finish_reason_json(finish)}};
+  json body = {{"id", head.id},
+               {"object", "text_completion"},
+               {"created", head.created},
+               {"model", head.model},
+               {"choices", json::array({std::move(choice)})}};
   if (include_usage_field) body["usage"] = nullptr;
   return dump_json(body);
 }
 
 std::string usage_chunk_json(const ResponseHead& head, std::string_view object, const Usage& usage) {
-  json body = {{"id", head.id},       {"object", object},          {"created", head.created},
+  json body = {{"id", head.id},       {"object", object},         {"created", head.created},
                {"model", head.model}, {"choices", json::array()}, {"usage", usage_json(usage)}};
   return dump_json(body);
 }

@@ -46,8 +46,8 @@ struct Choice {
 
 // What every response object names.
 struct ResponseHead {
-  std::string id;        // "chatcmpl-..." / "cmpl-..."
-  int64_t created = 0;   // unix seconds
+  std::string id;       // "chatcmpl-..." / "cmpl-..."
+  int64_t created = 0;  // unix seconds
   std::string model;
 };
 
@@ -73,14 +73,13 @@ struct ChunkDelta {
   int32_t index = 0;
   std::optional<std::string> role;
   std::optional<std::string> content;
-  nlohmann::json logprobs;                   // null or chat_logprobs_json(...)
+  nlohmann::json logprobs;  // null or chat_logprobs_json(...)
   sched::FinishReason finish = sched::FinishReason::kNone;
 };
 std::string chat_chunk_json(const ResponseHead& head, const ChunkDelta& delta, bool include_usage_field);
 // One text_completion stream chunk (`logprobs` null or completion_logprobs_json(...)).
 std::string completion_chunk_json(const ResponseHead& head, int32_t index, std::string_view text,
-                                  const nlohmann::json& logprobs, sched::FinishReason finish,
-                                  bool include_usage_field);
+                                  const nlohmann::json& logprobs, sched::FinishReason finish, bool include_usage_field);
 // The final usage-only chunk (choices: []) of a stream with stream_options.include_usage.
 std::string usage_chunk_json(const ResponseHead& head, std::string_view object, const Usage& usage);
 

@@ -30,8 +30,8 @@ class ApiTest : public ::testing::Test {
     auto compiled = tokenizer::ChatTemplate::compile(kTemplate);
     ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
     template_ = std::make_unique<tokenizer::ChatTemplate>(std::move(compiled).value());
-    api_ = std::make_unique<Api>(ApiConfig{.model_names = {"test-model", "alias"}, .max_context_tokens = 4096},
-                                 engine_, tok_, template_.get());
+    api_ = std::make_unique<Api>(ApiConfig{.model_names = {"test-model", "alias"}, .max_context_tokens = 4096}, engine_,
+                                 tok_, template_.get());
     http::Router router;
     api_->add_routes(router);
     api_->set_flush_cache([this] {
@@ -39,8 +39,8 @@ class ApiTest : public ::testing::Test {
       return Status();
     });
     server_ = std::make_unique<http::HttpServer>(
-        http::ServerConfig{.host = "127.0.0.1", .port = 0, .n_io_threads = 2, .max_body_bytes = 4096}, std::move(router),
-        api_->hooks());
+        http::ServerConfig{.host = "127.0.0.1", .port = 0, .n_io_threads = 2, .max_body_bytes = 4096},
+        std::move(router), api_->hooks());
     ASSERT_TRUE(server_->start().ok());
     api_->set_ready();
   }
@@ -193,7 +193,8 @@ TEST_F(ApiTest, ChatLogprobsHaveOpenAiShape) {
 }
 
 TEST_F(ApiTest, NativeGenerate) {
-  auto r = call(test::post_json("/generate", R"({"input_ids":[1,2,3],"sampling_params":{"max_new_tokens":4,"temperature":0}})"));
+  auto r = call(
+      test::post_json("/generate", R"({"input_ids":[1,2,3],"sampling_params":{"max_new_tokens":4,"temperature":0}})"));
   ASSERT_EQ(r.status, 200) << r.body;
   json j = json::parse(r.body);
   EXPECT_EQ(j["text"], "Hell");
@@ -219,11 +220,20 @@ TEST_F(ApiTest, BadRequestsGetOpenAiErrors) {
   std::vector<Case> cases = {
       {test::post_json("/v1/chat/completions", "{not json"), 400, ""},
       {test::post_json("/v1/chat/completions", R"({"model":"test-model","messages":[]})"), 400, "messages"},
-      {test::post_json("/v1/chat/completions", R"({"model":"nope","messages":[{"role":"user","content":"x"}]})"), 404, "model"},
-      {test::post_json("/v1/chat/completions", R"({"model":"test-model","messages":[{"role":"user","content":"x"}],"temperature":"hot"})"), 400, "temperature"},
-      {test::post_json("/v1/chat/completions", R"({"model":"test-model","messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"}})"), 400, "response_format"},
-      {test::post_json("/v1/chat/completions", R"({"model":"test-model","messages":[{"role":"user","content":"x"}],"presence_penalty":5})"), 400, "presence_penalty"},
-      {test::post_json("/v1/completions", R"({"model":"test-model","prompt":"x","max_tokens":5000})"), 400, "max_tokens"},
+      {test::post_json("/v1/chat/completions", R"({"model":"nope","messages":[{"role":"user","content":"x"}]})"), 404,
+       "model"},
+      {test::post_json("/v1/chat/completions",
+                       R"({"model":"test-model","messages":[{"role":"user","content":"x"}],"temperature":"hot"})"),
+       400, "temperature"},
+      {test::post_json(
+           "/v1/chat/completions",
+           R"({"model":"test-model","messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"}})"),
+       400, "response_format"},
+      {test::post_json("/v1/chat/completions",
+                       R"({"model":"test-model","messages":[{"role":"user","content":"x"}],"presence_penalty":5})"),
+       400, "presence_penalty"},
+      {test::post_json("/v1/completions", R"({"model":"test-model","prompt":"x","max_tokens":5000})"), 400,
+       "max_tokens"},
       {test::post_json("/v1/completions", R"({"model":"test-model","prompt":[300]})"), 400, "prompt[0]"},
       {test::post_json("/v1/completions", R"({"model":"test-model","prompt":"x","bogus":1})"), 400, "bogus"},
       {"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\n{}", 415, ""},
@@ -239,8 +249,10 @@ TEST_F(ApiTest, BadRequestsGetOpenAiErrors) {
     ASSERT_TRUE(j.is_object() && j.contains("error")) << r.body;
     EXPECT_TRUE(j["error"]["message"].is_string());
     EXPECT_TRUE(j["error"]["type"].is_string());
-    if (c.param.empty()) EXPECT_TRUE(j["error"]["param"].is_null()) << r.body;
-    else EXPECT_EQ(j["error"]["param"], c.param) << r.body;
+    if (c.param.empty())
+      EXPECT_TRUE(j["error"]["param"].is_null()) << r.body;
+    else
+      EXPECT_EQ(j["error"]["param"], c.param) << r.body;
   }
   EXPECT_TRUE(engine_.submitted().empty());
 }
@@ -314,13 +326,13 @@ TEST_F(ApiTest, ModelsFlushCacheAndMetrics) {
   auto m = call(test::get("/metrics"));
   ASSERT_EQ(m.status, 200);
   EXPECT_NE(m.headers["content-type"].find("text/plain"), std::string::npos);
-  for (const char* line : {"keel_http_requests_total{path=\"/v1/completions\",code=\"200\"} 1",
-                           "keel_http_requests_total{path=\"other\",code=\"404\"} 1",
-                           "keel_prompt_tokens_total 4", "keel_cached_prompt_tokens_total 2",
-                           "keel_generation_tokens_total 6", "keel_time_to_first_token_seconds_count 1",
-                           "keel_inter_token_latency_seconds_count 5", "keel_e2e_request_latency_seconds_count 1",
-                           "keel_kv_usage_ratio 0.07", "keel_prefix_cache_hit_ratio 0.25",
-                           "keel_request_samples_finished_total{reason=\"stop\"} 1"}) {
+  for (const char* line :
+       {"keel_http_requests_total{path=\"/v1/completions\",code=\"200\"} 1",
+        "keel_http_requests_total{path=\"other\",code=\"404\"} 1", "keel_prompt_tokens_total 4",
+        "keel_cached_prompt_tokens_total 2", "keel_generation_tokens_total 6",
+        "keel_time_to_first_token_seconds_count 1", "keel_inter_token_latency_seconds_count 5",
+        "keel_e2e_request_latency_seconds_count 1", "keel_kv_usage_ratio 0.07", "keel_prefix_cache_hit_ratio 0.25",
+        "keel_request_samples_finished_total{reason=\"stop\"} 1"}) {
     EXPECT_NE(m.body.find(line), std::string::npos) << line << "\n" << m.body;
   }
 }
@@ -340,7 +352,8 @@ TEST_F(ApiLoadingTest, LoadingIs503) {
   EXPECT_EQ(r->status, 503);
   EXPECT_NE(r->body.find("loading"), std::string::npos);
   loading.set_ready();
-  ASSERT_TRUE(c.send(test::post_json("/v1/chat/completions", R"({"model":"m","messages":[{"role":"user","content":"x"}]})")));
+  ASSERT_TRUE(
+      c.send(test::post_json("/v1/chat/completions", R"({"model":"m","messages":[{"role":"user","content":"x"}]})")));
   r = c.read_response();
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->status, 400);  // no chat template

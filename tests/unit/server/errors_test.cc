@@ -13,9 +13,9 @@ using nlohmann::json;
 
 TEST(Errors, EveryErrorCodeMapsToAStatus) {
   std::vector<std::pair<ErrorCode, int>> cases = {
-      {ErrorCode::kInvalidArgument, 400}, {ErrorCode::kOutOfRange, 400},  {ErrorCode::kUnsupported, 400},
+      {ErrorCode::kInvalidArgument, 400}, {ErrorCode::kOutOfRange, 400},        {ErrorCode::kUnsupported, 400},
       {ErrorCode::kNotFound, 404},        {ErrorCode::kResourceExhausted, 429}, {ErrorCode::kUnavailable, 503},
-      {ErrorCode::kCancelled, 499},       {ErrorCode::kCorruptFile, 500}, {ErrorCode::kIo, 500},
+      {ErrorCode::kCancelled, 499},       {ErrorCode::kCorruptFile, 500},       {ErrorCode::kIo, 500},
       {ErrorCode::kInternal, 500}};
   for (auto [code, status] : cases) {
     ApiError e{.status = Status(code, "m")};
@@ -63,8 +63,10 @@ TEST(Errors, HttpLevelErrors) {
     json j = json::parse(resp.body);
     EXPECT_EQ(j["error"]["message"], "why");
     EXPECT_EQ(j["error"]["type"], type) << status;
-    if (code.empty()) EXPECT_TRUE(j["error"]["code"].is_null()) << status;
-    else EXPECT_EQ(j["error"]["code"], code) << status;
+    if (code.empty())
+      EXPECT_TRUE(j["error"]["code"].is_null()) << status;
+    else
+      EXPECT_EQ(j["error"]["code"], code) << status;
   }
 }
 

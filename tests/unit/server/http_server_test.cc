@@ -47,8 +47,13 @@ struct Fixture {
 };
 
 ServerConfig test_config() {
-  return ServerConfig{.host = "127.0.0.1", .port = 0, .n_io_threads = 2, .max_body_bytes = 1024,
-                      .header_timeout_ms = 500, .body_timeout_ms = 500, .idle_timeout_ms = 800,
+  return ServerConfig{.host = "127.0.0.1",
+                      .port = 0,
+                      .n_io_threads = 2,
+                      .max_body_bytes = 1024,
+                      .header_timeout_ms = 500,
+                      .body_timeout_ms = 500,
+                      .idle_timeout_ms = 800,
                       .drain_timeout_ms = 3000};
 }
 
@@ -277,7 +282,7 @@ TEST(HttpServer, GracefulStopLetsInFlightFinishAndRefusesNewConnections) {
   ASSERT_TRUE(busy.send(test::get("/hold")));
   auto ex = f.held_exchange.get_future().get();
   auto stopped = std::async(std::launch::async, [&] { server.stop(); });
-  EXPECT_TRUE(idle.wait_closed(2000));  // idle keep-alive connections close at once
+  EXPECT_TRUE(idle.wait_closed(2000));                              // idle keep-alive connections close at once
   EXPECT_EQ(stopped.wait_for(200ms), std::future_status::timeout);  // waits for the held exchange
   RawClient late(port);
   EXPECT_TRUE(!late.connected() || late.wait_closed(2000));

@@ -16,7 +16,7 @@ TEST(Metrics, CountersGaugesAndHistogramsRender) {
   r.gauge("queue", "Queue length.", [] { return 4.0; });
   auto& h = r.histogram("lat_seconds", "Latency.", {0.5, 1.0});
   h.observe(0.25);
-  h.observe(0.5);   // le is inclusive
+  h.observe(0.5);  // le is inclusive
   h.observe(0.75);
   h.observe(7.0);
   EXPECT_EQ(r.render(),

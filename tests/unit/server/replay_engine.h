@@ -91,8 +91,11 @@ class ReplayEngine final : public sched::Engine {
   }
   sched::EngineLoad load() const override {
     std::lock_guard lock(mu_);
-    return sched::EngineLoad{.n_queued = 0, .n_running = static_cast<int32_t>(active_.size()), .kv_slots_used = 7,
-                             .kv_slots_total = 100, .prefix_hit_ratio = 0.25};
+    return sched::EngineLoad{.n_queued = 0,
+                             .n_running = static_cast<int32_t>(active_.size()),
+                             .kv_slots_used = 7,
+                             .kv_slots_total = 100,
+                             .prefix_hit_ratio = 0.25};
   }
   void drain() override {
     std::unique_lock lock(mu_);
@@ -101,13 +104,37 @@ class ReplayEngine final : public sched::Engine {
   }
 
   // Test controls.
-  void set_reject(Status s) { std::lock_guard lock(mu_); reject_ = std::move(s); }
-  void set_paused(bool paused) { { std::lock_guard lock(mu_); paused_ = paused; } cv_.notify_all(); }
-  void set_cached_tokens(int32_t n) { std::lock_guard lock(mu_); cached_ = n; }
-  void set_fail_after(int32_t n_tokens) { std::lock_guard lock(mu_); fail_after_ = n_tokens; }
-  std::vector<sched::GenerateRequest> submitted() const { std::lock_guard lock(mu_); return submitted_; }
-  std::set<sched::RequestId> cancelled() const { std::lock_guard lock(mu_); return cancelled_; }
-  size_t n_active() const { std::lock_guard lock(mu_); return active_.size(); }
+  void set_reject(Status s) {
+    std::lock_guard lock(mu_);
+    reject_ = std::move(s);
+  }
+  void set_paused(bool paused) {
+    {
+      std::lock_guard lock(mu_);
+      paused_ = paused;
+    }
+    cv_.notify_all();
+  }
+  void set_cached_tokens(int32_t n) {
+    std::lock_guard lock(mu_);
+    cached_ = n;
+  }
+  void set_fail_after(int32_t n_tokens) {
+    std::lock_guard lock(mu_);
+    fail_after_ = n_tokens;
+  }
+  std::vector<sched::GenerateRequest> submitted() const {
+    std::lock_guard lock(mu_);
+    return submitted_;
+  }
+  std::set<sched::RequestId> cancelled() const {
+    std::lock_guard lock(mu_);
+    return cancelled_;
+  }
+  size_t n_active() const {
+    std::lock_guard lock(mu_);
+    return active_.size();
+  }
 
   // The logprob the double reports for token t, and its alternatives' tokens (t+1, t+2, ...).
   static float logprob_of(int32_t t) { return -0.25f * static_cast<float>(t % 7); }
@@ -156,20 +183,25 @@ class ReplayEngine final : public sched::Engine {
       if (quit_) break;
       for (auto it = active_.begin(); it != active_.end();) {
         if (cancelled_.contains(it->req.id)) {
-          for (int32_t i = 0; i < it->req.n; ++i) it->sink(sched::StreamEvent{.id = it->req.id, .index = i,
-                                                                              .finish = sched::FinishReason::kCancelled});
+          for (int32_t i = 0; i < it->req.n; ++i)
+            it->sink(sched::StreamEvent{.id = it->req.id, .index = i, .finish = sched::FinishReason::kCancelled});
           it = active_.erase(it);
           continue;
         }
-        if (paused_) { ++it; continue; }
+        if (paused_) {
+          ++it;
+          continue;
+        }
         bool all_done = true;
         for (int32_t i = 0; i < it->req.n; ++i) {
           if (it->pos[static_cast<size_t>(i)] < 0) continue;
           auto ev = step(*it, i);
           bool finished = ev.finish != sched::FinishReason::kNone;
           it->sink(std::move(ev));
-          if (finished) it->pos[static_cast<size_t>(i)] = -1;
-          else all_done = false;
+          if (finished)
+            it->pos[static_cast<size_t>(i)] = -1;
+          else
+            all_done = false;
         }
         it = all_done ? active_.erase(it) : std::next(it);
       }

@@ -48,11 +48,25 @@ TEST(ChatParse, MinimalRequestGetsDefaults) {
 
 TEST(ChatParse, EveryParameterIsRead) {
   json j = chat_base();
-  j.update({{"max_completion_tokens", 12}, {"temperature", 0}, {"top_p", 0.5}, {"top_k", 40}, {"min_p", 0.1},
-            {"n", 3}, {"stop", json::array({"a", "b"})}, {"seed", -1}, {"logprobs", true}, {"top_logprobs", 5},
-            {"stream", true}, {"stream_options", {{"include_usage", true}}}, {"presence_penalty", 0.5},
-            {"frequency_penalty", -0.5}, {"repetition_penalty", 1.1}, {"logit_bias", {{"5", -100}, {"7", 2.5}}},
-            {"ignore_eos", true}, {"stop_token_ids", json::array({3, 4})}, {"user", "u1"},
+  j.update({{"max_completion_tokens", 12},
+            {"temperature", 0},
+            {"top_p", 0.5},
+            {"top_k", 40},
+            {"min_p", 0.1},
+            {"n", 3},
+            {"stop", json::array({"a", "b"})},
+            {"seed", -1},
+            {"logprobs", true},
+            {"top_logprobs", 5},
+            {"stream", true},
+            {"stream_options", {{"include_usage", true}}},
+            {"presence_penalty", 0.5},
+            {"frequency_penalty", -0.5},
+            {"repetition_penalty", 1.1},
+            {"logit_bias", {{"5", -100}, {"7", 2.5}}},
+            {"ignore_eos", true},
+            {"stop_token_ids", json::array({3, 4})},
+            {"user", "u1"},
             {"response_format", {{"type", "text"}}}});
   auto r = chat(j);
   ASSERT_TRUE(r.ok()) << r.error().status.to_string();
@@ -132,7 +146,8 @@ TEST(ChatParse, WrongTypesAreRejectedNamingTheParameter) {
       {"stop_token_ids", 3, "stop_token_ids"},
       {"messages", "hi", "messages"},
   };
-  for (const auto& c : cases) expect_rejected(chat(with(chat_base(), c.key, c.value)), c.param, c.key + "=" + c.value.dump());
+  for (const auto& c : cases)
+    expect_rejected(chat(with(chat_base(), c.key, c.value)), c.param, c.key + "=" + c.value.dump());
 }
 
 TEST(ChatParse, OutOfRangeValuesAreRejected) {
@@ -163,12 +178,15 @@ TEST(ChatParse, OutOfRangeValuesAreRejected) {
       {"stop_token_ids", json::array({1000}), "stop_token_ids[0]"},
       {"seed", 18446744073709551615ULL, "seed"},
   };
-  for (const auto& c : cases) expect_rejected(chat(with(chat_base(), c.key, c.value)), c.param, c.key + "=" + c.value.dump());
+  for (const auto& c : cases)
+    expect_rejected(chat(with(chat_base(), c.key, c.value)), c.param, c.key + "=" + c.value.dump());
   // logprobs=true is needed for top_logprobs
   expect_rejected(chat(with(chat_base(), "top_logprobs", 2)), "top_logprobs", "top_logprobs alone");
-  expect_rejected(chat(with(with(chat_base(), "max_tokens", 2), "max_completion_tokens", 2)), "max_completion_tokens", "both");
+  expect_rejected(chat(with(with(chat_base(), "max_tokens", 2), "max_completion_tokens", 2)), "max_completion_tokens",
+                  "both");
   expect_rejected(chat(with(chat_base(), "stream_options", {{"include_usage", true}})), "stream_options", "no stream");
-  expect_rejected(chat(with(with(chat_base(), "stream", true), "stream_options", {{"x", 1}})), "stream_options.x", "bad key");
+  expect_rejected(chat(with(with(chat_base(), "stream", true), "stream_options", {{"x", 1}})), "stream_options.x",
+                  "bad key");
 }
 
 TEST(ChatParse, UnknownFieldsAreRejected) {
@@ -211,8 +229,9 @@ TEST(ChatParse, Messages) {
 }
 
 TEST(ChatParse, MalformedBodies) {
-  for (const std::string& body : std::vector<std::string>{"", "{", "[1]", "\"x\"", "{\"model\": \"m\",}", "{\"model\":\"\xff\"}",
-                           std::string(100, '[') + std::string(100, ']')}) {
+  for (const std::string& body :
+       std::vector<std::string>{"", "{", "[1]", "\"x\"", "{\"model\": \"m\",}", "{\"model\":\"\xff\"}",
+                                std::string(100, '[') + std::string(100, ']')}) {
     auto r = parse_chat_request(body, kLimits);
     ASSERT_FALSE(r.ok()) << body;
     EXPECT_EQ(r.error().status.code(), ErrorCode::kInvalidArgument);
@@ -223,9 +242,9 @@ TEST(ChatParse, MalformedBodies) {
 }
 
 TEST(ChatParse, ResponseFormatShapes) {
-  auto schema = chat(with(chat_base(), "response_format",
-                          {{"type", "json_schema"},
-                           {"json_schema", {{"name", "x"}, {"strict", true}, {"schema", {{"type", "object"}}}}}}));
+  auto schema = chat(with(
+      chat_base(), "response_format",
+      {{"type", "json_schema"}, {"json_schema", {{"name", "x"}, {"strict", true}, {"schema", {{"type", "object"}}}}}}));
   ASSERT_TRUE(schema.ok()) << schema.error().status.to_string();
   EXPECT_EQ(schema.value().params.response_format.kind, ResponseFormat::Kind::kJsonSchema);
   EXPECT_EQ(schema.value().params.response_format.spec, R"({"type":"object"})");
@@ -261,10 +280,14 @@ TEST(CompletionParse, PromptForms) {
   ASSERT_FALSE(batch.ok());
   EXPECT_EQ(batch.error().status.code(), ErrorCode::kUnsupported);
   EXPECT_EQ(batch.error().param, "prompt");
-  for (auto [value, param] : std::vector<std::pair<json, std::string>>{
-           {json::array(), "prompt"}, {5, "prompt"}, {json::array({1000}), "prompt[0]"},
-           {json::array({-1}), "prompt[0]"}, {json::array({1, 2.5}), "prompt[1]"}, {json::array({1, "a"}), "prompt[1]"},
-           {json::array({json::array()}), "prompt[0]"}, {nullptr, "prompt"}}) {
+  for (auto [value, param] : std::vector<std::pair<json, std::string>>{{json::array(), "prompt"},
+                                                                       {5, "prompt"},
+                                                                       {json::array({1000}), "prompt[0]"},
+                                                                       {json::array({-1}), "prompt[0]"},
+                                                                       {json::array({1, 2.5}), "prompt[1]"},
+                                                                       {json::array({1, "a"}), "prompt[1]"},
+                                                                       {json::array({json::array()}), "prompt[0]"},
+                                                                       {nullptr, "prompt"}}) {
     auto r = completion(with(completion_base(), "prompt", value));
     ASSERT_FALSE(r.ok()) << value.dump();
     EXPECT_EQ(r.error().param, param) << value.dump();
@@ -278,9 +301,13 @@ TEST(CompletionParse, CompletionOnlyFields) {
   auto none = completion(with(completion_base(), "logprobs", nullptr));
   ASSERT_TRUE(none.ok());
   EXPECT_EQ(none.value().params.top_logprobs, -1);
-  for (auto [key, value] : std::vector<std::pair<std::string, json>>{
-           {"logprobs", true}, {"logprobs", 21}, {"logprobs", -1}, {"max_tokens", 0}, {"top_logprobs", 1},
-           {"max_completion_tokens", 5}, {"messages", json::array()}}) {
+  for (auto [key, value] : std::vector<std::pair<std::string, json>>{{"logprobs", true},
+                                                                     {"logprobs", 21},
+                                                                     {"logprobs", -1},
+                                                                     {"max_tokens", 0},
+                                                                     {"top_logprobs", 1},
+                                                                     {"max_completion_tokens", 5},
+                                                                     {"messages", json::array()}}) {
     auto r = completion(with(completion_base(), key, value));
     ASSERT_FALSE(r.ok()) << key;
     EXPECT_EQ(r.error().param, key);
@@ -311,8 +338,8 @@ TEST(EngineRequest, StructuredOutputIsRefusedNotIgnored) {
 }
 
 TEST(EngineRequest, PenaltiesAndLogitBiasReachTheSampler) {
-  auto p = chat(with(with(with(with(chat_base(), "presence_penalty", 0.5), "frequency_penalty", -1), "repetition_penalty",
-                          1.3),
+  auto p = chat(with(with(with(with(chat_base(), "presence_penalty", 0.5), "frequency_penalty", -1),
+                          "repetition_penalty", 1.3),
                      "logit_bias", {{"7", -100}}))
                .value()
                .params;
@@ -329,7 +356,8 @@ TEST(EngineRequest, FieldsMaxTokensAndContext) {
   auto p = chat(with(with(with(with(chat_base(), "seed", 9), "stop", "x"), "n", 2), "stop_token_ids", json::array({5})))
                .value()
                .params;
-  auto r = make_generate_request(p, {1, 2, 3}, EngineRequestLimits{.max_context_tokens = 10, .max_tokens_fills_context = true});
+  auto r = make_generate_request(p, {1, 2, 3},
+                                 EngineRequestLimits{.max_context_tokens = 10, .max_tokens_fills_context = true});
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r.value().stop.max_tokens, 7);
   EXPECT_EQ(r.value().sampling.seed, 9u);

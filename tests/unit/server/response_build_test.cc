@@ -16,8 +16,12 @@ const std::string& token_bytes(int32_t id) {
 }
 
 TEST(ResponseBuild, ChatCompletion) {
-  Choice c{.index = 0, .text = "hello", .tokens = {0, 1}, .logprobs = {{0, -0.5f}, {1, -1.0f}},
-           .top_logprobs = {{{1, -2.0f}}, {{0, -3.0f}}}, .finish = sched::FinishReason::kLength};
+  Choice c{.index = 0,
+           .text = "hello",
+           .tokens = {0, 1},
+           .logprobs = {{0, -0.5f}, {1, -1.0f}},
+           .top_logprobs = {{{1, -2.0f}}, {{0, -3.0f}}},
+           .finish = sched::FinishReason::kLength};
   json j = json::parse(chat_completion_json(kHead, std::span(&c, 1), Usage{10, 2, 4}, true, token_bytes));
   EXPECT_EQ(j["id"], "chatcmpl-1");
   EXPECT_EQ(j["object"], "chat.completion");
@@ -33,13 +37,19 @@ TEST(ResponseBuild, ChatCompletion) {
   EXPECT_EQ(lp[0]["logprob"], -0.5);
   EXPECT_EQ(lp[0]["bytes"], json::array({104, 101}));
   EXPECT_EQ(lp[0]["top_logprobs"][0], json({{"token", "llo"}, {"logprob", -2.0}, {"bytes", {108, 108, 111}}}));
-  EXPECT_EQ(j["usage"], json({{"prompt_tokens", 10}, {"completion_tokens", 2}, {"total_tokens", 12},
+  EXPECT_EQ(j["usage"], json({{"prompt_tokens", 10},
+                              {"completion_tokens", 2},
+                              {"total_tokens", 12},
                               {"prompt_tokens_details", {{"cached_tokens", 4}}}}));
 }
 
 TEST(ResponseBuild, TextCompletionLogprobs) {
-  Choice c{.index = 1, .text = "hello", .tokens = {0, 1}, .logprobs = {{0, -0.5f}, {1, -1.0f}},
-           .top_logprobs = {{{1, -2.0f}}, {{0, -3.0f}}}, .finish = sched::FinishReason::kStop};
+  Choice c{.index = 1,
+           .text = "hello",
+           .tokens = {0, 1},
+           .logprobs = {{0, -0.5f}, {1, -1.0f}},
+           .top_logprobs = {{{1, -2.0f}}, {{0, -3.0f}}},
+           .finish = sched::FinishReason::kStop};
   json j = json::parse(text_completion_json(kHead, std::span(&c, 1), Usage{1, 2, 0}, true, token_bytes));
   EXPECT_EQ(j["object"], "text_completion");
   const auto& ch = j["choices"][0];

@@ -61,8 +61,8 @@ class RawClient {
   bool read_until(Pred pred, int timeout_ms = 5000) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     while (!pred(buffer_)) {
-      int left = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                      deadline - std::chrono::steady_clock::now()).count());
+      int left = static_cast<int>(
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count());
       if (left <= 0) return false;
       pollfd p{fd_, POLLIN, 0};
       if (::poll(&p, 1, left) <= 0) return false;
@@ -114,7 +114,8 @@ class RawClient {
       return r;
     }
     while (true) {  // chunked
-      if (!read_until([](const std::string& b) { return b.find("\r\n") != std::string::npos; }, timeout_ms)) return std::nullopt;
+      if (!read_until([](const std::string& b) { return b.find("\r\n") != std::string::npos; }, timeout_ms))
+        return std::nullopt;
       size_t line_end = buffer_.find("\r\n");
       size_t len = std::stoul(buffer_.substr(0, line_end), nullptr, 16);
       if (!read_until([&](const std::string& b) { return b.size() >= line_end + 2 + len + 2; }, timeout_ms)) {
