@@ -1,6 +1,7 @@
 #include "grammar/char_class.h"
 
 #include <algorithm>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -42,7 +43,9 @@ void utf8_sequences(uint32_t lo, uint32_t hi, std::vector<std::vector<std::pair<
   out.push_back(std::move(seq));
 }
 
-void emit_utf8_ranges(GrammarBuilder& b, const CharClass& cls, std::vector<Sequence>& alts) {
+using ByteSeq = std::vector<ByteSet>;
+
+void utf8_alternatives(const CharClass& cls, std::vector<ByteSeq>& alts) {
   static constexpr uint32_t kLengthEnds[] = {0x7F, 0x7FF, 0xFFFF, kMaxCodepoint};
   std::vector<std::vector<std::pair<uint8_t, uint8_t>>> seqs;
   for (const CharClass::Range& r : cls.ranges()) {
@@ -54,22 +57,69 @@ void emit_utf8_ranges(GrammarBuilder& b, const CharClass& cls, std::vector<Seque
       lo = std::min(r.hi, end) + 1;
     }
   }
-  // Merge single-byte sequences into one byte set; multi-byte ones stay separate alternatives.
-  ByteSet ascii;
   for (const auto& seq : seqs) {
-    if (seq.size() == 1) {
-      for (int c = seq[0].first; c <= seq[0].second; ++c) ascii.set(c);
-      continue;
-    }
-    Sequence s;
+    ByteSeq s;
     for (auto [x, y] : seq) {
       ByteSet set;
       for (int c = x; c <= y; ++c) set.set(c);
-      s.push_back(b.bytes(set));
+      s.push_back(set);
     }
     alts.push_back(std::move(s));
   }
-  if (ascii.any()) alts.insert(alts.begin(), Sequence{b.bytes(ascii)});
+}
+
+std::string set_key(const ByteSet& set) { return set.to_string(); }
+
+// Lowers alternatives of byte-set sequences with shared work factored out: sequences with equal
+// tails merge their first sets, then sequences with equal first sets share one prefix. Keeps the
+// number of Earley items a character prediction creates small (about 10 for "any character").
+Symbol build_factored(GrammarBuilder& b, std::vector<ByteSeq> alts, std::string_view name) {
+  std::map<std::string, size_t> by_tail;
+  std::vector<ByteSeq> merged;
+  bool has_empty = false;
+  for (ByteSeq& a : alts) {
+    if (a.empty()) {
+      has_empty = true;
+      continue;
+    }
+    std::string key;
+    for (size_t i = 1; i < a.size(); ++i) key += set_key(a[i]);
+    auto [it, inserted] = by_tail.try_emplace(key, merged.size());
+    if (inserted) {
+      merged.push_back(std::move(a));
+    } else {
+      merged[it->second][0] |= a[0];
+    }
+  }
+  std::map<std::string, size_t> by_head;
+  std::vector<std::pair<ByteSet, std::vector<ByteSeq>>> groups;
+  for (ByteSeq& a : merged) {
+    auto [it, inserted] = by_head.try_emplace(set_key(a[0]), groups.size());
+    if (inserted) groups.push_back({a[0], {}});
+    groups[it->second].second.emplace_back(a.begin() + 1, a.end());
+  }
+  std::vector<Sequence> out;
+  if (has_empty) out.push_back({});
+  for (auto& [head, tails] : groups) {
+    Sequence seq{b.bytes(head)};
+    if (tails.size() == 1) {
+      for (const ByteSet& t : tails[0]) seq.push_back(b.bytes(t));
+    } else {
+      seq.push_back(build_factored(b, std::move(tails), name));
+    }
+    out.push_back(std::move(seq));
+  }
+  return b.choice(std::move(out), name);
+}
+
+ByteSeq literal_seq(std::string_view text) {
+  ByteSeq s;
+  for (char c : text) {
+    ByteSet set;
+    set.set(static_cast<uint8_t>(c));
+    s.push_back(set);
+  }
+  return s;
 }
 
 }  // namespace
@@ -134,44 +184,40 @@ bool CharClass::contains(uint32_t cp) const {
 
 Symbol emit_char_class(GrammarBuilder& b, const CharClass& cls, CharEncoding enc) {
   if (cls.empty()) return b.never("no_char");
-  std::vector<Sequence> alts;
+  std::vector<ByteSeq> alts;
   if (enc == CharEncoding::kUtf8) {
-    emit_utf8_ranges(b, cls, alts);
-    return b.choice(std::move(alts), "char");
+    utf8_alternatives(cls, alts);
+    return build_factored(b, std::move(alts), "char");
   }
-  // JSON string: split off the characters that must be escaped.
+  // JSON string: the characters that must be escaped get their one canonical spelling.
   CharClass raw;
   for (const CharClass::Range& r : cls.ranges()) {
     for (uint32_t cp = r.lo; cp <= std::min<uint32_t>(r.hi, 0x5C); ++cp) {
-      if (cp < 0x20 || cp == '"' || cp == '\\') {
-        switch (cp) {
-          case '"': alts.push_back(b.literal("\\\"")); break;
-          case '\\': alts.push_back(b.literal("\\\\")); break;
-          case '\b': alts.push_back(b.literal("\\b")); break;
-          case '\f': alts.push_back(b.literal("\\f")); break;
-          case '\n': alts.push_back(b.literal("\\n")); break;
-          case '\r': alts.push_back(b.literal("\\r")); break;
-          case '\t': alts.push_back(b.literal("\\t")); break;
-          default: {
-            Sequence s = b.literal(fmt::format("\\u00{:X}", cp >> 4));
+      switch (cp) {
+        case '"': alts.push_back(literal_seq("\\\"")); break;
+        case '\\': alts.push_back(literal_seq("\\\\")); break;
+        case '\b': alts.push_back(literal_seq("\\b")); break;
+        case '\f': alts.push_back(literal_seq("\\f")); break;
+        case '\n': alts.push_back(literal_seq("\\n")); break;
+        case '\r': alts.push_back(literal_seq("\\r")); break;
+        case '\t': alts.push_back(literal_seq("\\t")); break;
+        default:
+          if (cp < 0x20) {
+            ByteSeq s = literal_seq(fmt::format("\\u00{:X}", cp >> 4));
             ByteSet low;
-            std::string hex_upper = fmt::format("{:X}", cp & 15), hex_lower = fmt::format("{:x}", cp & 15);
-            low.set(static_cast<uint8_t>(hex_upper[0]));
-            low.set(static_cast<uint8_t>(hex_lower[0]));
-            s.push_back(b.bytes(low));
+            low.set(static_cast<uint8_t>(fmt::format("{:X}", cp & 15)[0]));
+            low.set(static_cast<uint8_t>(fmt::format("{:x}", cp & 15)[0]));
+            s.push_back(low);
             alts.push_back(std::move(s));
+          } else {
+            raw.add(cp, cp);
           }
-        }
-      } else {
-        raw.add(cp, cp);
       }
     }
     if (r.hi > 0x5C) raw.add(std::max<uint32_t>(r.lo, 0x5D), r.hi);
   }
-  std::vector<Sequence> raw_alts;
-  emit_utf8_ranges(b, raw, raw_alts);
-  raw_alts.insert(raw_alts.end(), alts.begin(), alts.end());
-  return b.choice(std::move(raw_alts), "char");
+  utf8_alternatives(raw, alts);
+  return build_factored(b, std::move(alts), "char");
 }
 
 void append_utf8(std::string& out, uint32_t cp) {

@@ -21,20 +21,41 @@ CompiledGrammar::CompiledGrammar(Grammar grammar) : grammar_(std::move(grammar))
   symbols_.push_back({FlatSymbol::Kind::kRule, grammar_.root});
   symbols_.push_back({FlatSymbol::Kind::kEnd, start_rule_});
 
-  // Nullable rules by fixpoint: a rule is nullable when one alternative is all nullable rules.
+  // Nullable rules by worklist: an alternative becomes nullable when its last non-nullable rule
+  // reference does; alternatives with a terminal never are. Linear in the grammar size.
   nullable_.assign(n_rules + 1, 0);
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (uint32_t r = 0; r <= n_rules; ++r) {
-      if (nullable_[r]) continue;
-      for (uint32_t pos : alt_starts_[r]) {
-        while (symbols_[pos].kind == FlatSymbol::Kind::kRule && nullable_[symbols_[pos].index]) ++pos;
-        if (symbols_[pos].kind == FlatSymbol::Kind::kEnd) {
-          nullable_[r] = 1;
-          changed = true;
-          break;
+  std::vector<uint32_t> pending;                         // per alternative: rule refs not yet nullable
+  std::vector<uint32_t> alt_rule;                        // per alternative: its rule
+  std::vector<std::vector<uint32_t>> used_in(n_rules + 1);  // rule -> alternatives referencing it
+  std::vector<uint32_t> queue;
+  for (uint32_t r = 0; r <= n_rules; ++r) {
+    for (uint32_t pos : alt_starts_[r]) {
+      const auto alt = static_cast<uint32_t>(pending.size());
+      uint32_t n = 0;
+      bool has_terminal = false;
+      for (uint32_t p = pos; symbols_[p].kind != FlatSymbol::Kind::kEnd; ++p) {
+        if (symbols_[p].kind == FlatSymbol::Kind::kBytes) {
+          has_terminal = true;
+        } else {
+          ++n;
+          used_in[symbols_[p].index].push_back(alt);
         }
       }
+      pending.push_back(has_terminal ? UINT32_MAX : n);
+      alt_rule.push_back(r);
+      if (n == 0 && !has_terminal && !nullable_[r]) {
+        nullable_[r] = 1;
+        queue.push_back(r);
+      }
+    }
+  }
+  while (!queue.empty()) {
+    uint32_t r = queue.back();
+    queue.pop_back();
+    for (uint32_t alt : used_in[r]) {
+      if (pending[alt] == UINT32_MAX || --pending[alt] != 0 || nullable_[alt_rule[alt]]) continue;
+      nullable_[alt_rule[alt]] = 1;
+      queue.push_back(alt_rule[alt]);
     }
   }
 }

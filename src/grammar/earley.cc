@@ -53,16 +53,17 @@ void EarleyParser::ItemSet::grow() {
     if (old_gens[i] == g) insert(old_keys[i]);
 }
 
-EarleyParser::EarleyParser(const CompiledGrammar& g) : g_(g), predicted_(g.n_rules(), UINT32_MAX) {
+EarleyParser::EarleyParser(const CompiledGrammar& g)
+    : g_(g), predicted_(g.n_rules(), UINT32_MAX), pos_seen_(g.n_positions(), UINT32_MAX) {
   col_begin_.push_back(0);
   waiting_begin_.push_back(0);
-  seen_.clear();
+  begin_column();
   for (uint32_t p : g_.alt_starts(g_.start_rule())) add(p, 0);
   close_column(0);
 }
 
 EarleyParser::EarleyParser(const CompiledGrammar& g, uint32_t seed_pos)
-    : g_(g), predicted_(g.n_rules(), UINT32_MAX) {
+    : g_(g), predicted_(g.n_rules(), UINT32_MAX), pos_seen_(g.n_positions(), UINT32_MAX) {
   KEEL_CHECK(g_.symbol(seed_pos).kind == FlatSymbol::Kind::kBytes, "seed must be a scanning position");
   col_begin_.push_back(0);
   waiting_begin_.push_back(0);
@@ -72,13 +73,26 @@ EarleyParser::EarleyParser(const CompiledGrammar& g, uint32_t seed_pos)
   flags_.push_back(0);
 }
 
+void EarleyParser::begin_column() {
+  cur_col_ = static_cast<uint32_t>(flags_.size());
+  ++stamp_;
+  seen_.clear();
+}
+
 void EarleyParser::add(uint32_t pos, uint32_t origin) {
-  if (seen_.insert(item_key(pos, origin))) items_.push_back({pos, origin});
+  // Items born in this column (predictions, the bulk) dedup by position stamp; the rest by hash.
+  if (origin == cur_col_) {
+    if (pos_seen_[pos] == stamp_) return;
+    pos_seen_[pos] = stamp_;
+    items_.push_back({pos, origin});
+  } else if (seen_.insert(item_key(pos, origin))) {
+    items_.push_back({pos, origin});
+  }
 }
 
 bool EarleyParser::push_byte(uint8_t b) {
   const size_t first = items_.size();
-  seen_.clear();
+  begin_column();
   for (uint32_t i = col_begin_[col_begin_.size() - 2], e = col_begin_.back(); i < e; ++i) {
     EarleyItem it = items_[i];
     const FlatSymbol& s = g_.symbol(it.pos);
@@ -90,8 +104,7 @@ bool EarleyParser::push_byte(uint8_t b) {
 }
 
 void EarleyParser::close_column(size_t first_item) {
-  const auto col = static_cast<uint32_t>(flags_.size());
-  ++stamp_;
+  const uint32_t col = cur_col_;
   uint8_t flags = 0;
   for (size_t i = first_item; i < items_.size(); ++i) {
     const EarleyItem it = items_[i];

@@ -57,6 +57,7 @@ class EarleyParser {
     size_t count_ = 0;
   };
 
+  void begin_column();
   void add(uint32_t pos, uint32_t origin);
   void close_column(size_t first_item);
   void complete(uint32_t rule, uint32_t origin);
@@ -69,7 +70,9 @@ class EarleyParser {
   std::vector<std::pair<uint32_t, uint32_t>> waiting_;
   std::vector<uint32_t> waiting_begin_;  // [n_columns + 1] into waiting_
   std::vector<uint32_t> predicted_;      // [n_rules + 1]: stamp of the column that predicted the rule
-  uint32_t stamp_ = 0;
+  std::vector<uint32_t> pos_seen_;       // [n_positions]: stamp of the column holding (pos, that column)
+  uint32_t stamp_ = 0;                   // bumped per column built
+  uint32_t cur_col_ = 0;                 // column being built
   ItemSet seen_;
 };
 

@@ -167,15 +167,7 @@ Symbol GrammarBuilder::repeat(Sequence body, int64_t min, int64_t max) {
   if (max < 0) {
     seq.push_back(star({item}));
   } else if (max > min) {
-    // Left-nested counting rules: at_most[k] ::= at_most[k-1] item | "" matches 0..k items.
-    Symbol prev = empty();
-    for (int64_t k = 1; k <= max - min && check_budget().ok(); ++k) {
-      RuleId r = add_rule("at_most");
-      add_alt(r, {prev, item});
-      add_alt(r, {});
-      prev = ref(r);
-    }
-    seq.push_back(prev);
+    seq.push_back(up_to(item, max - min));
   }
   RuleId r = add_rule("repeat");
   add_alt(r, std::move(seq));
@@ -186,6 +178,31 @@ Grammar GrammarBuilder::snapshot(RuleId root) const {
   Grammar g = g_;
   g.root = root;
   return g;
+}
+
+Symbol GrammarBuilder::up_to(Symbol item, int64_t n) {
+  constexpr int64_t kLinear = 32, kBlock = 16;
+  if (n <= kLinear) {
+    // exactly[c] ::= exactly[c-1] item counts items left-linearly, so after c items only one item
+    // of this repetition stays alive per Earley column; the choice may stop at any count.
+    Symbol prev = empty();
+    std::vector<Sequence> counts{{prev}};
+    for (int64_t c = 1; c <= n; ++c) {
+      RuleId r = add_rule("exactly");
+      add_alt(r, {prev, item});
+      prev = ref(r);
+      counts.push_back({prev});
+    }
+    return choice(std::move(counts), "up_to");
+  }
+  // n = q*B + r: up to q-1 blocks of B then fewer than B items, or exactly q blocks then up to r
+  // items. Predicting it costs O(B log n) items instead of O(n).
+  const int64_t q = n / kBlock, r = n % kBlock;
+  Symbol block = group(Sequence(kBlock, item), "block");
+  Symbol tail = up_to(item, kBlock - 1);
+  Sequence full(static_cast<size_t>(q), block);
+  full.push_back(up_to(item, r));
+  return choice({{up_to(block, q - 1), tail}, std::move(full)}, "up_to");
 }
 
 Result<Grammar> GrammarBuilder::finish(RuleId root) {

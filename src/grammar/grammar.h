@@ -74,6 +74,8 @@ class GrammarBuilder {
   Symbol plus(Sequence body);
   // body repeated min..max times; max < 0 means unbounded.
   Symbol repeat(Sequence body, int64_t min, int64_t max);
+  // 0..n copies of item.
+  Symbol up_to(Symbol item, int64_t n);
 
   // A copy of the grammar built so far, rooted at `root` (rules still being built match less).
   Grammar snapshot(RuleId root) const;

@@ -66,7 +66,9 @@ SchemaCompiler::SchemaCompiler(GrammarBuilder& b, const Json& root, const JsonGr
     : b_(b), root_(root), opts_(opts) {}
 
 Result<Symbol> SchemaCompiler::compile(const Json& s, const std::string& ptr, int depth) {
-  if (depth > kMaxDepth) return unsupported("allOf/$ref", ptr, "nesting deeper than 64 schemas");
+  if (depth > kMaxDepth) {
+    return make_error(ErrorCode::kUnsupported, "schema at '#{}' is nested deeper than {} levels", ptr, kMaxDepth);
+  }
   KEEL_RETURN_IF_ERROR(b_.check_budget());
   if (s.is_boolean()) return s.get<bool>() ? any_value() : b_.never("false");
   if (!s.is_object())

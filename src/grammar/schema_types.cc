@@ -37,7 +37,7 @@ Result<bool> pcre2_search(const std::string& pattern, const std::string& subject
   int err = 0;
   PCRE2_SIZE off = 0;
   pcre2_code* re = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
-                                 PCRE2_UTF | PCRE2_DOLLAR_ENDONLY, &err, &off, nullptr);
+                                 PCRE2_UTF | PCRE2_DOLLAR_ENDONLY | PCRE2_ALT_BSUX, &err, &off, nullptr);
   if (!re) return unsupported("patternProperties", ptr, "pattern not understood");
   pcre2_match_data* md = pcre2_match_data_create_from_pattern(re, nullptr);
   int rc = pcre2_match(re, reinterpret_cast<PCRE2_SPTR>(subject.data()), subject.size(), 0, 0, md, nullptr);
