@@ -20,18 +20,21 @@ touch "$DEST/.complete-$VERSION"
 fi
 
 # ---- Tokenizer reference files (derived; tests/unit/tokenizer) ----
-# The HF tokenizer.json/tokenizer_config.json that the tokenizer goldens were made with, rebuilt from
-# the vocab GGUFs above and the default model (scripts/fetch_model.sh first) by HF transformers'
-# GGUF conversion + tokenizers, and DeepSeek LLM's vocab GGUF re-labelled with pre "deepseek-v3".
-# Rebuilt whenever the generator changes. Needs tokenizers, transformers and gguf (no torch).
+# The HF tokenizer.json/tokenizer_config.json that the tokenizer goldens were made with (built from
+# the vocab GGUFs above and the default model by HF transformers' GGUF conversion, which needs torch)
+# and the re-labelled DeepSeek-V3 vocab GGUF are committed gzipped in tests/golden/tokenizer/hf_json/
+# (gen_tokenizer_goldens.py --json-dir, then gzip -9 -n); this step
+# unpacks them into the cache.
 TOK="$CACHE/testdata/tokenizer"
-GEN="$ROOT/tests/golden/tokenizer/gen_tokenizer_goldens.py"
-GEN_HASH=$(sha256sum "$GEN" | cut -c1-16)
-if [ ! -f "$TOK/.complete-$GEN_HASH" ]; then
-  python3 -c "import tokenizers, transformers, gguf" 2>/dev/null ||
-    python3 -m pip install --quiet --disable-pip-version-check tokenizers==0.23.3 transformers==5.24.0 gguf==0.19.0 >&2
-  rm -rf "$TOK"; mkdir -p "$TOK"
-  python3 "$GEN" --no-goldens --json-dir "$TOK" >&2
-  touch "$TOK/.complete-$GEN_HASH"
-fi
+python3 - "$ROOT/tests/golden/tokenizer/hf_json" "$TOK" <<'PY'
+import gzip, pathlib, shutil, sys
+src, dst = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+for gz in sorted(src.glob("*/*.gz")):
+    out = dst / gz.parent.name / gz.name[:-3]
+    if out.exists() and out.stat().st_mtime >= gz.stat().st_mtime:
+        continue
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(gz, "rb") as f, open(out, "wb") as g:
+        shutil.copyfileobj(f, g)
+PY
 echo "$DEST"
