@@ -63,14 +63,30 @@ EarleyParser::EarleyParser(const CompiledGrammar& g)
 }
 
 EarleyParser::EarleyParser(const CompiledGrammar& g, uint32_t seed_pos)
-    : g_(g), predicted_(g.n_rules(), UINT32_MAX), pos_seen_(g.n_positions(), UINT32_MAX) {
-  KEEL_CHECK(g_.symbol(seed_pos).kind == FlatSymbol::Kind::kBytes, "seed must be a scanning position");
+    : g_(g), predicted_(g.n_rules(), UINT32_MAX), pos_seen_(g.n_positions(), UINT32_MAX), base_(1) {
+  KEEL_CHECK(seed_pos < g_.n_positions() && g_.symbol(seed_pos).kind != FlatSymbol::Kind::kEnd,
+             "seed must be a position before a symbol");
+  // Column 0 stands for the column where the seed's rule started: it holds only that rule's
+  // left-recursive alternatives (A ::= A ...), which is what lets the rule loop after completing.
+  uint32_t rule = seed_pos;
+  while (g_.symbol(rule).kind != FlatSymbol::Kind::kEnd) ++rule;
+  rule = g_.symbol(rule).index;
   col_begin_.push_back(0);
   waiting_begin_.push_back(0);
-  items_.push_back({seed_pos, 0});
-  col_begin_.push_back(1);
-  waiting_begin_.push_back(0);
+  for (uint32_t p : g_.alt_starts(rule)) {
+    if (g_.symbol(p).kind == FlatSymbol::Kind::kRule && g_.symbol(p).index == rule) {
+      waiting_.emplace_back(rule, static_cast<uint32_t>(items_.size()));
+      items_.push_back({p, 0});
+    }
+  }
+  col_begin_.push_back(static_cast<uint32_t>(items_.size()));
+  waiting_begin_.push_back(static_cast<uint32_t>(waiting_.size()));
   flags_.push_back(0);
+  // Column 1: the seed (origin 0) and its closure.
+  begin_column();
+  const size_t first = items_.size();
+  add(seed_pos, 0);
+  close_column(first);
 }
 
 void EarleyParser::begin_column() {
@@ -175,10 +191,15 @@ ByteSet EarleyParser::next_bytes() const {
   return out;
 }
 
-void EarleyParser::scanning_positions(std::vector<uint32_t>& out) const {
+void EarleyParser::kernel_positions(std::vector<uint32_t>& out) const {
   out.clear();
-  for (uint32_t i = col_begin_[col_begin_.size() - 2], e = col_begin_.back(); i < e; ++i) {
-    if (g_.symbol(items_[i].pos).kind == FlatSymbol::Kind::kBytes) out.push_back(items_[i].pos);
+  const auto col = static_cast<uint32_t>(flags_.size() - 1);
+  if (col == 0 && base_ == 0) {
+    out = g_.alt_starts(g_.start_rule());
+    return;
+  }
+  for (uint32_t i = col_begin_[col], e = col_begin_.back(); i < e; ++i) {
+    if (items_[i].origin < col && g_.symbol(items_[i].pos).kind != FlatSymbol::Kind::kEnd) out.push_back(items_[i].pos);
   }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());

@@ -1,8 +1,9 @@
 // Byte-level Earley recognizer over a CompiledGrammar. One column per byte consumed; rollback pops
 // columns. Nullable rules follow Aycock & Horspool (predicting a nullable rule also steps over it),
 // so completions never look into the column being built; finished columns keep an index of the items
-// waiting on each rule. A seeded parser starts from a single scanning position instead of the start
-// rule; the token-mask cache (mask_cache.h) uses it to classify tokens per grammar position.
+// waiting on each rule. A seeded parser starts from one grammar position (a kernel item, origin
+// abstracted away) instead of the start rule; the token-mask cache (mask_cache.h) uses it to
+// classify tokens per position.
 // Not thread-safe: one parser per matcher / per mask computation.
 #pragma once
 
@@ -30,7 +31,7 @@ class EarleyParser {
   // All-or-nothing: on failure the bytes already pushed are popped again.
   bool push_bytes(std::string_view bytes);
   void pop_bytes(size_t n);
-  size_t n_bytes() const { return flags_.size() - 1; }
+  size_t n_bytes() const { return flags_.size() - 1 - base_; }
 
   // The start rule is complete over everything consumed (the grammar allows ending here).
   bool can_end() const { return flags_.back() & kCanEnd; }
@@ -38,8 +39,10 @@ class EarleyParser {
   bool seed_completed() const { return flags_.back() & kSeedEnd; }
   // Bytes some item of the last column can scan.
   ByteSet next_bytes() const;
-  // Distinct flat positions of the scanning items (dot before a byte set) in the last column.
-  void scanning_positions(std::vector<uint32_t>& out) const;
+  // Distinct positions of the last column's kernel items (started in an earlier column, dot before
+  // a symbol): every other item of the column descends from one of them by prediction. In the first
+  // column, the start rule's positions.
+  void kernel_positions(std::vector<uint32_t>& out) const;
 
  private:
   static constexpr uint8_t kCanEnd = 1, kSeedEnd = 2;
@@ -73,6 +76,7 @@ class EarleyParser {
   std::vector<uint32_t> pos_seen_;       // [n_positions]: stamp of the column holding (pos, that column)
   uint32_t stamp_ = 0;                   // bumped per column built
   uint32_t cur_col_ = 0;                 // column being built
+  uint32_t base_ = 0;                    // columns before the first byte (1 for a seeded parser)
   ItemSet seen_;
 };
 

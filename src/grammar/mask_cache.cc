@@ -29,7 +29,7 @@ PositionMask TokenMaskCache::classify(uint32_t pos) const {
   const auto& ids = trie_->token_ids();
   EarleyParser parser(*grammar_, pos);
   // rule_ended[d]: the seeded rule completed somewhere within the first d bytes.
-  std::vector<uint8_t> rule_ended(1, 0);
+  std::vector<uint8_t> rule_ended(1, static_cast<uint8_t>(parser.seed_completed()));
   const ByteSet first = parser.next_bytes();
   for (uint32_t i = 0; i < nodes.size();) {
     const VocabTrie::Node& node = nodes[i];

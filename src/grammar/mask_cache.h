@@ -1,4 +1,5 @@
-// Token-mask cache for one (grammar, vocabulary) pair. For every scanning position of the grammar it
+// Token-mask cache for one (grammar, vocabulary) pair. For every kernel position of the grammar (an
+// item that started in an earlier column; all other items of a column are its predictions) it
 // classifies each token once, with a parser seeded at that position and a walk over the vocabulary
 // trie: accepted (the token fits inside the position's rule, whatever the context), rejected (it
 // fails inside the rule) or uncertain (the rule can end within the token, so the outcome depends on
@@ -29,7 +30,7 @@ class TokenMaskCache {
   const CompiledGrammar& grammar() const { return *grammar_; }
   const VocabTrie& trie() const { return *trie_; }
   size_t n_mask_words() const { return (static_cast<size_t>(trie_->vocab().n_vocab()) + 31) / 32; }
-  // The classification of scanning position `pos`; the reference stays valid for the cache's life.
+  // The classification of kernel position `pos`; the reference stays valid for the cache's life.
   const PositionMask& get(uint32_t pos);
 
  private:

@@ -47,7 +47,7 @@ void GrammarMatcher::fill_mask(std::span<uint32_t> bitmask) {
              masks_->n_mask_words());
   std::fill(bitmask.begin(), bitmask.end(), 0u);
   if (terminated_) return;
-  parser_.scanning_positions(positions_);
+  parser_.kernel_positions(positions_);
   candidates_.clear();
   const size_t n_words = masks_->n_mask_words();
   for (uint32_t pos : positions_) {
