@@ -1,0 +1,114 @@
+// `keel serve`: one replica. Loads the model, starts the scheduler thread (sched::ThreadedEngine) and
+// the HTTP server with the OpenAI API (server::Api), reports ready, and drains on SIGTERM/SIGINT:
+// stop accepting, finish accepted requests, exit 0.
+#include <CLI/CLI.hpp>
+
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "cli/commands.h"
+#include "cli/model_files.h"
+#include "model/model.h"
+#include "sched/threaded_engine.h"
+#include "server/api.h"
+#include "server/http/server.h"
+
+namespace keel::cli {
+namespace {
+
+struct ServeArgs {
+  std::string model;
+  std::string served_name;
+  server::http::ServerConfig http;
+  sched::SchedConfig sched;
+  std::string policy = "fcfs";
+  int n_threads = 0;
+};
+
+// Blocks SIGTERM/SIGINT in every thread (the io and scheduler threads inherit the mask), so the main
+// thread can wait for them synchronously.
+sigset_t block_stop_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return set;
+}
+
+int fail(int code, const Status& st) {
+  std::fprintf(stderr, "keel serve: %s\n", st.to_string().c_str());
+  return code;
+}
+
+int run_serve(ServeArgs a) {
+  const sigset_t stop_signals = block_stop_signals();
+  auto policy = sched::parse_policy(a.policy);
+  if (!policy.ok()) return fail(2, policy.status());
+  a.sched.policy = *policy;
+  if (Status st = a.sched.validate(); !st.ok()) return fail(2, st);
+  if (Status st = a.http.validate(); !st.ok()) return fail(2, st);
+
+  const int64_t t0 = now_us();
+  auto loaded = model::load_model({.path = a.model, .backend = "cpu", .backend_options = {.n_threads = a.n_threads}});
+  if (!loaded.ok()) return fail(2, loaded.status());
+  auto tok = load_tokenizer(a.model);
+  if (!tok.ok()) return fail(2, tok.status());
+  auto tmpl = load_chat_template(**tok);
+  if (!tmpl.ok()) return fail(2, tmpl.status());
+  auto engine = sched::ThreadedEngine::create({.model = loaded->get(), .tokenizer = tok->get(), .config = a.sched});
+  if (!engine.ok()) return fail(2, engine.status());
+
+  server::ApiConfig api_config;
+  api_config.model_names = {a.served_name.empty() ? std::filesystem::path(a.model).filename().string() : a.served_name,
+                            a.model};
+  api_config.max_context_tokens = static_cast<int32_t>((*engine)->context_tokens());
+  server::Api api(api_config, **engine, **tok, tmpl->has_value() ? &tmpl->value() : nullptr);
+  api.set_flush_cache([&] { return (*engine)->flush_cache(); });
+  server::http::Router router;
+  api.add_routes(router);
+  server::http::HttpServer http(a.http, std::move(router), api.hooks());
+  if (Status st = http.start(); !st.ok()) return fail(2, st);
+  api.set_ready();
+  KEEL_LOG_INFO("serving {} on http://{}:{} (ready in {:.0f} ms, context {} tokens)", api_config.model_names[0],
+                a.http.host, http.port(), (now_us() - t0) / 1e3, (*engine)->context_tokens());
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  KEEL_LOG_INFO("signal {}: draining", sig);
+  api.begin_drain();
+  (*engine)->drain();
+  http.stop();
+  KEEL_LOG_INFO("drained; exiting");
+  return 0;
+}
+
+}  // namespace
+
+void register_serve(CLI::App& app) {
+  auto args = std::make_shared<ServeArgs>();
+  args->model = default_model_path();
+  auto* cmd = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API");
+  cmd->add_option("-m,--model", args->model, "GGUF file or Hugging Face model folder")->capture_default_str();
+  cmd->add_option("--served-model-name", args->served_name, "Model name the API reports (default: file name)");
+  cmd->add_option("--host", args->http.host, "Address to listen on")->capture_default_str();
+  cmd->add_option("--port", args->http.port, "Port to listen on (0 = any free port)")->capture_default_str();
+  cmd->add_option("--http-threads", args->http.n_io_threads, "HTTP io threads")->capture_default_str();
+  cmd->add_option("--max-body-bytes", args->http.max_body_bytes, "Largest request body (413 above)")->capture_default_str();
+  cmd->add_option("-t,--threads", args->n_threads, "CPU threads for the model (default: KEEL_THREADS or all cores)")
+      ->check(CLI::Range(0, 1024));
+  cmd->add_option("--kv-tokens", args->sched.kv_tokens, "KV pool size in tokens (0 = model context)")->capture_default_str();
+  cmd->add_option("--max-batch-tokens", args->sched.max_batch_tokens, "Tokens per forward pass")->capture_default_str();
+  cmd->add_option("--prefill-chunk", args->sched.prefill_chunk, "Most prompt tokens per sequence per step")->capture_default_str();
+  cmd->add_option("--max-running", args->sched.max_running, "Sequences decoding at once")->capture_default_str();
+  cmd->add_option("--max-queue", args->sched.max_queue, "Waiting requests before 429")->capture_default_str();
+  cmd->add_option("--policy", args->policy, "Admission policy: fcfs | lpm (longest prefix match)")->capture_default_str();
+  cmd->callback([args] { set_exit_code(run_serve(*args)); });
+}
+
+}  // namespace keel::cli
