@@ -1,16 +1,44 @@
 #include "grammar/json_schema.h"
 
+#include <utility>
+#include <vector>
+
 #include "grammar/schema_compiler.h"
 
 namespace keel::grammar {
+namespace {
+
+constexpr size_t kMaxJsonDepth = 512;
+
+// Iterative depth check, so that later recursive walks (dump, compile) stay within the stack.
+bool deeper_than(const nlohmann::ordered_json& root, size_t limit) {
+  std::vector<std::pair<const nlohmann::ordered_json*, size_t>> stack{{&root, 1}};
+  while (!stack.empty()) {
+    auto [v, depth] = stack.back();
+    stack.pop_back();
+    if (depth > limit) return true;
+    if (v->is_structured())
+      for (const auto& child : *v) stack.emplace_back(&child, depth + 1);
+  }
+  return false;
+}
+
+}  // namespace
 
 Result<Grammar> json_schema_grammar(const nlohmann::ordered_json& schema, const JsonGrammarOptions& opts,
                                     const BuildLimits& limits) {
+  if (deeper_than(schema, kMaxJsonDepth))
+    return make_error(ErrorCode::kUnsupported, "JSON Schema nested deeper than {} levels", kMaxJsonDepth);
   GrammarBuilder b(limits);
   detail::SchemaCompiler compiler(b, schema, opts);
   RuleId root = b.add_rule("root");
-  KEEL_ASSIGN_OR_RETURN(Symbol body, compiler.compile(schema, "", 0));
-  b.add_alt(root, {body});
+  // The compiler checks value types before use; this boundary keeps a missed case an error, not a crash.
+  try {
+    KEEL_ASSIGN_OR_RETURN(Symbol body, compiler.compile(schema, "", 0));
+    b.add_alt(root, {body});
+  } catch (const std::exception& e) {
+    return make_error(ErrorCode::kInvalidArgument, "malformed JSON Schema: {}", e.what());
+  }
   return b.finish(root);
 }
 

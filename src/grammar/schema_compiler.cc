@@ -147,7 +147,7 @@ Result<const Json*> SchemaCompiler::resolve(const std::string& ref, const std::s
     }
     if (cur->is_object() && cur->contains(key)) {
       cur = &(*cur)[key];
-    } else if (cur->is_array() && !key.empty() && key.find_first_not_of("0123456789") == std::string::npos &&
+    } else if (cur->is_array() && !key.empty() && key.size() < 10 && key.find_first_not_of("0123456789") == std::string::npos &&
                std::stoull(key) < cur->size()) {
       cur = &(*cur)[std::stoull(key)];
     } else {
@@ -290,7 +290,7 @@ Result<Symbol> SchemaCompiler::compile_typed(const Json& s, const std::string& p
   } else {
     types = {"null", "boolean", "object", "array", "string", "number"};
   }
-  if (s.value("nullable", false)) types.push_back("null");
+  if (s.contains("nullable") && s["nullable"] == true) types.push_back("null");
   const bool has_number = std::find(types.begin(), types.end(), "number") != types.end();
   std::vector<Sequence> alts;
   std::vector<std::string> done;

@@ -102,6 +102,7 @@ Result<Json> merge_schemas(const Json& a, const Json& b, const std::string& ptr)
     if (k == "type") {
       out[k] = intersect_types(x, v);
     } else if (k == "required") {
+      if (!v.is_array() || !x.is_array()) return unsupported_merge(k, ptr);
       for (const Json& r : v)
         if (std::find(out[k].begin(), out[k].end(), r) == out[k].end()) out[k].push_back(r);
     } else if (k == "minLength" || k == "minItems" || k == "minProperties") {
@@ -149,7 +150,7 @@ std::set<std::string> possible_types(const Json& s) {
   std::set<std::string> out;
   if (s.contains("type")) {
     for (const std::string& t : type_set(s["type"])) out.insert(t == "integer" ? "number" : t);
-    if (s.value("nullable", false) == true) out.insert("null");
+    if (s.contains("nullable") && s["nullable"] == true) out.insert("null");
   } else {
     out = kAll;
   }

@@ -1,6 +1,7 @@
 // Per-type rules of the JSON Schema compiler: objects, arrays, strings, numbers, and any value.
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <map>
 
 #include <pcre2.h>
@@ -380,7 +381,7 @@ Result<Symbol> SchemaCompiler::compile_string(const Json& s, const std::string& 
 Result<Symbol> SchemaCompiler::compile_number(const Json& s, const std::string& ptr, bool integer) {
   std::optional<NumberBound> lo, hi;
   auto tighten = [&](std::optional<NumberBound>& cur, const Json& v, bool exclusive, bool lower) -> Status {
-    if (!v.is_number()) return bad(lower ? "minimum" : "maximum", ptr, "a number");
+    if (!v.is_number() || !std::isfinite(v.get<double>())) return bad(lower ? "minimum" : "maximum", ptr, "a finite number");
     NumberBound nb{v.dump(), exclusive};
     if (!cur) {
       cur = nb;
