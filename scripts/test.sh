@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One command for a fresh machine: installs dependencies, builds keel (warnings are errors), fetches
 # test inputs, and runs every test: unit/golden tests (ctest), end-to-end tests (pytest), CUDA
-# compilation (nvcc, when present) and a short fuzz pass over every parser.
+# compilation (build.sh compiles the CUDA backend whenever nvcc is present, so a broken .cu fails here;
+# the GPU tests themselves run on a GPU machine: scripts/gpu-check.sh) and a short fuzz pass over every parser.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install_deps.sh --test

@@ -1,6 +1,9 @@
 #include "backend/backend.h"
 
 #include "backend/cpu/cpu_backend.h"
+#if KEEL_HAVE_CUDA
+#include "backend/cuda/cuda_backend.h"
+#endif
 
 namespace keel::backend {
 
@@ -18,7 +21,11 @@ Result<std::unique_ptr<Backend>> create_backend(const std::string& name, const B
   }
   if (name == "cpu") return cpu::make_cpu_backend(opts.n_threads);
   if (name == "cuda") {
-    return make_error(ErrorCode::kUnavailable, "backend cuda: this build has no CUDA backend");
+#if KEEL_HAVE_CUDA
+    return cuda::make_cuda_backend(opts.device);
+#else
+    return make_error(ErrorCode::kUnavailable, "backend cuda: this build has no CUDA backend (configure with -DKEEL_CUDA=ON)");
+#endif
   }
   return make_error(ErrorCode::kInvalidArgument, "unknown backend '{}' (expected cpu or cuda)", name);
 }

@@ -88,6 +88,8 @@ class Backend {
   virtual std::string name() const = 0;
   // Activation dtype the model should use for intermediate tensors (f32 on cpu).
   virtual DType activation_dtype() const = 0;
+  // Free device memory in bytes (cuda: cudaMemGetInfo), or -1 where the backend has no device of its own.
+  virtual int64_t free_memory_bytes() const { return -1; }
 
   // Memory.
   virtual Buffer alloc(DType dtype, Shape shape) = 0;

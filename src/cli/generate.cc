@@ -33,6 +33,8 @@ struct GenerateArgs {
   std::string stats_json;
   sample::SamplingParams sampling{.temperature = 0.7f, .top_p = 0.95f};
   int64_t seed = -1;
+  std::string device = "cpu";
+  std::string load_format = "auto";
 };
 
 struct Stats {
@@ -87,7 +89,10 @@ int run_generate(const GenerateArgs& a) {
   if (Status st = sp.validate(); !st.ok()) return fail(2, st);
 
   const int64_t t0 = now_us();
-  model::LoadOptions lo{.path = a.model, .backend = "cpu", .backend_options = {.n_threads = a.n_threads}};
+  model::LoadOptions lo{.path = a.model,
+                        .backend = a.device,
+                        .dummy_weights = a.load_format == "dummy",
+                        .backend_options = {.n_threads = a.n_threads}};
   auto loaded = model::load_model(lo);
   if (!loaded.ok()) return fail(input_code(loaded.status()), loaded.status());
   auto tok = load_tokenizer(a.model);
@@ -176,6 +181,10 @@ void register_generate(CLI::App& app) {
   cmd->add_option("--seed", args->seed, "Sampling seed (default: from the clock, printed)");
   cmd->add_option("-t,--threads", args->n_threads, "CPU threads (default: KEEL_THREADS or all cores)")->check(CLI::Range(0, 1024));
   cmd->add_option("--prefill-chunk", args->chunk, "Prompt tokens per forward pass")->check(CLI::Range(1, 1 << 16))->capture_default_str();
+  cmd->add_option("--device", args->device, "Backend: cpu | cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
+  cmd->add_option("--load-format", args->load_format, "auto | dummy (random weights from config.json)")
+      ->check(CLI::IsMember({"auto", "dummy"}))
+      ->capture_default_str();
   cmd->add_flag("--ignore-eos", args->ignore_eos, "Keep generating past end-of-generation tokens");
   cmd->add_option("--stats-json", args->stats_json, "Write load/prompt/decode timings as JSON to this file");
   cmd->callback([args] { set_exit_code(run_generate(*args)); });

@@ -6,6 +6,7 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <string>
 
@@ -28,7 +29,23 @@ struct ServeArgs {
   sched::SchedConfig sched;
   std::string policy = "fcfs";
   int n_threads = 0;
+  std::string device = "cpu";
+  float mem_fraction = 0.85f;
 };
+
+// cuda without --kv-tokens: the KV pool takes mem_fraction of the device memory still free after the
+// weights (K and V rows of every layer in the activation dtype).
+void size_kv_pool(model::Model& m, float mem_fraction, sched::SchedConfig& sched) {
+  const int64_t free_bytes = m.backend().free_memory_bytes();
+  if (sched.kv_tokens > 0 || free_bytes < 0) return;
+  const model::ModelConfig& c = m.config();
+  const int64_t per_token = 2 * c.n_layers * c.n_kv_heads * c.head_dim *
+                            static_cast<int64_t>(tensor::row_size_bytes(m.backend().activation_dtype(), 1));
+  const auto budget = static_cast<int64_t>(static_cast<double>(free_bytes) * mem_fraction);
+  sched.kv_tokens = std::min<int64_t>(budget / per_token, std::numeric_limits<int32_t>::max());
+  KEEL_LOG_INFO("KV pool: {} tokens ({:.1f} GiB of {:.1f} GiB free)", sched.kv_tokens,
+                static_cast<double>(sched.kv_tokens * per_token) / (1 << 30), static_cast<double>(free_bytes) / (1 << 30));
+}
 
 // Blocks SIGTERM/SIGINT in every thread (the io and scheduler threads inherit the mask), so the main
 // thread can wait for them synchronously.
@@ -55,8 +72,9 @@ int run_serve(ServeArgs a) {
   if (Status st = a.http.validate(); !st.ok()) return fail(2, st);
 
   const int64_t t0 = now_us();
-  auto loaded = model::load_model({.path = a.model, .backend = "cpu", .backend_options = {.n_threads = a.n_threads}});
+  auto loaded = model::load_model({.path = a.model, .backend = a.device, .backend_options = {.n_threads = a.n_threads}});
   if (!loaded.ok()) return fail(2, loaded.status());
+  size_kv_pool(**loaded, a.mem_fraction, a.sched);
   auto tok = load_tokenizer(a.model);
   if (!tok.ok()) return fail(2, tok.status());
   auto tmpl = load_chat_template(**tok);
@@ -102,6 +120,10 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--max-body-bytes", args->http.max_body_bytes, "Largest request body (413 above)")->capture_default_str();
   cmd->add_option("-t,--threads", args->n_threads, "CPU threads for the model (default: KEEL_THREADS or all cores)")
       ->check(CLI::Range(0, 1024));
+  cmd->add_option("--device", args->device, "Backend: cpu | cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
+  cmd->add_option("--mem-fraction", args->mem_fraction, "cuda: share of free device memory for the KV pool")
+      ->check(CLI::Range(0.01f, 1.0f))
+      ->capture_default_str();
   cmd->add_option("--kv-tokens", args->sched.kv_tokens, "KV pool size in tokens (0 = model context)")->capture_default_str();
   cmd->add_option("--max-batch-tokens", args->sched.max_batch_tokens, "Tokens per forward pass")->capture_default_str();
   cmd->add_option("--prefill-chunk", args->sched.prefill_chunk, "Most prompt tokens per sequence per step")->capture_default_str();

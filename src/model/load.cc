@@ -10,6 +10,7 @@
 #include "model/arch/llama.h"
 #include "model/config_gguf.h"
 #include "model/config_hf.h"
+#include "model/dummy_weights.h"
 #include "model/model.h"
 #include "model/weights.h"
 
@@ -37,13 +38,18 @@ Result<Loaded> load_gguf(const std::string& path) {
   return out;
 }
 
-Result<Loaded> load_hf(const std::string& dir) {
+Result<Loaded> load_hf(const std::string& dir, bool dummy) {
   const std::string config_path = (std::filesystem::path(dir) / "config.json").string();
   KEEL_ASSIGN_OR_RETURN(std::string text, read_text_file(config_path));
   Loaded out;
   Result<ModelConfig> config = config_from_hf_json(text);
   if (!config.ok()) return config.status().with_context(config_path);
   out.config = std::move(config).value();
+  if (dummy) {
+    TensorLookup lookup = make_dummy_lookup(out.config, out.source);
+    KEEL_ASSIGN_OR_RETURN(out.weights, collect_weights(out.config, WeightNaming::kHf, lookup));
+    return out;
+  }
   KEEL_ASSIGN_OR_RETURN(format::SafetensorsSet set, format::SafetensorsSet::open(dir));
   auto st = std::make_shared<const format::SafetensorsSet>(std::move(set));
   TensorLookup lookup = [&st](std::string_view name) -> std::optional<tensor::TensorView> {
@@ -64,7 +70,11 @@ Result<std::unique_ptr<Model>> load_model(const LoadOptions& opts) {
   if (!is_dir && !std::filesystem::is_regular_file(opts.path, ec)) {
     return make_error(ErrorCode::kNotFound, "model path '{}' does not exist", opts.path);
   }
-  Result<Loaded> loaded = is_dir ? load_hf(opts.path) : load_gguf(opts.path);
+  if (opts.dummy_weights && !is_dir) {
+    return make_error(ErrorCode::kInvalidArgument, "dummy weights need a Hugging Face folder with config.json, got '{}'",
+                      opts.path);
+  }
+  Result<Loaded> loaded = is_dir ? load_hf(opts.path, opts.dummy_weights) : load_gguf(opts.path);
   if (!loaded.ok()) return loaded.status().with_context(fmt::format("loading {}", opts.path));
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<backend::Backend> be,
                         backend::create_backend(opts.backend, opts.backend_options));

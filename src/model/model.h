@@ -50,6 +50,7 @@ class Model {
 struct LoadOptions {
   std::string path;          // GGUF file, or HF folder (config.json + *.safetensors)
   std::string backend = "cpu";
+  bool dummy_weights = false;  // random weights from config.json alone (HF folder; `--load-format dummy`)
   backend::BackendOptions backend_options;
 };
 

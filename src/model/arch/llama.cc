@@ -152,7 +152,8 @@ void LlamaModel::ensure_scratch(int64_t n, int64_t r) {
     s_.rows_x = backend_->alloc(dt, make_shape({cap, c.d_model}));
     s_.rows_add = backend_->alloc(dt, make_shape({cap, c.d_model}));
     s_.rows_h = backend_->alloc(dt, make_shape({cap, c.d_model}));
-    s_.logits = backend_->alloc(dt, make_shape({cap, c.vocab_size}));
+    // f32 logits on every backend: bf16 would round near-tied top tokens together.
+    s_.logits = backend_->alloc(tensor::DType::kF32, make_shape({cap, c.vocab_size}));
     s_.cap_rows = cap;
   }
 }

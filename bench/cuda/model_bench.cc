@@ -1,0 +1,103 @@
+// keel_cuda_bench: whole-model forward timings on the cuda backend with dummy weights (any HF
+// config.json): batch-1 decode, prefill of B x L tokens, batched decode. Compares against the
+// bandwidth roofline (weight bytes / measured HBM bandwidth) and the GEMM ceiling (2 * params * tokens
+// / measured bf16 GEMM rate), both passed in from shared/GPU.md's measurements.
+// Usage: keel_cuda_bench CONFIG_DIR [decode_ctx=512] [prefill_batch=8] [prefill_len=2048] [batch=64]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "model/model.h"
+
+namespace {
+
+using keel::model::Batch;
+using keel::model::BatchSeq;
+using Clock = std::chrono::steady_clock;
+
+constexpr double kHbmBytesPerS = 3.9e12;   // shared/GPU.md: 16-byte copy kernel, H200
+constexpr double kGemmFlopPerS = 854e12;   // shared/GPU.md: cuBLAS bf16 8192^3, H200
+
+// n_seqs sequences, each with `ctx` tokens already cached (slots seq * stride + [0, ctx)) and n_q new.
+Batch make_batch(int n_seqs, int ctx, int n_q, int stride) {
+  Batch b;
+  for (int s = 0; s < n_seqs; ++s) {
+    BatchSeq seq{.q_begin = static_cast<int32_t>(b.tokens.size()), .n_q = n_q, .ctx_slots = {}};
+    for (int i = 0; i < ctx + n_q; ++i) seq.ctx_slots.push_back(s * stride + i);
+    for (int i = ctx; i < ctx + n_q; ++i) {
+      b.tokens.push_back((s * 7919 + i * 31) % 1000);
+      b.positions.push_back(i);
+      b.slots.push_back(s * stride + i);
+    }
+    b.logit_rows.push_back(static_cast<int32_t>(b.tokens.size()) - 1);
+    b.seqs.push_back(std::move(seq));
+  }
+  return b;
+}
+
+// Median seconds of `reps` forwards of b.
+double time_forward(keel::model::Model& m, keel::model::KvStorage& kv, const Batch& b, int reps) {
+  std::vector<float> logits(b.logit_rows.size() * static_cast<size_t>(m.config().vocab_size));
+  std::vector<double> t;
+  for (int r = 0; r < reps + 2; ++r) {
+    const auto t0 = Clock::now();
+    if (auto st = m.forward(b, kv, logits); !st.ok()) {
+      std::fprintf(stderr, "forward: %s\n", st.to_string().c_str());
+      std::exit(1);
+    }
+    if (r >= 2) t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());  // 2 warm-ups
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: %s CONFIG_DIR [decode_ctx] [prefill_batch] [prefill_len] [batch]\n", argv[0]);
+    return 2;
+  }
+  const int decode_ctx = argc > 2 ? std::atoi(argv[2]) : 512;
+  const int pf_batch = argc > 3 ? std::atoi(argv[3]) : 8;
+  const int pf_len = argc > 4 ? std::atoi(argv[4]) : 2048;
+  const int batch = argc > 5 ? std::atoi(argv[5]) : 64;
+  const auto t0 = Clock::now();
+  auto loaded = keel::model::load_model({.path = argv[1], .backend = "cuda", .dummy_weights = true});
+  if (!loaded.ok()) {
+    std::fprintf(stderr, "%s\n", loaded.status().to_string().c_str());
+    return 1;
+  }
+  keel::model::Model& m = **loaded;
+  const auto& c = m.config();
+  const double load_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  const double q_dim = static_cast<double>(c.n_heads * c.head_dim), kv_dim = static_cast<double>(c.n_kv_heads * c.head_dim);
+  const double params = static_cast<double>(c.n_layers) * static_cast<double>(c.d_model) * (2 * q_dim + 2 * kv_dim + 3.0 * c.ffn_dim) +
+                        (c.tied_embeddings ? 1.0 : 2.0) * static_cast<double>(c.vocab_size * c.d_model);
+  std::printf("model: %d layers, d %lld, params %.2f B, dummy load %.1f s\n", static_cast<int>(c.n_layers),
+              static_cast<long long>(c.d_model), params / 1e9, load_s);
+  const int stride = std::max({decode_ctx + 64, pf_len, 1024 + 64});
+  auto kv = m.make_kv_storage(static_cast<int64_t>(stride) * std::max(pf_batch, batch)).value();
+
+  // Batch-1 decode roofline: every weight byte once per step (shared/GPU.md's 16.06 GB for 8B); the
+  // embedding table is only gathered, so the bytes a step must read are that minus the table.
+  const double all_bytes = params * 2;
+  const double step_bytes = all_bytes - (c.tied_embeddings ? 0.0 : 2.0 * static_cast<double>(c.vocab_size * c.d_model));
+  const double t1 = time_forward(m, kv, make_batch(1, decode_ctx, 1, stride), 50);
+  std::printf("decode bs=1 ctx=%d: %.3f ms/step, %.1f tok/s; roofline %.1f tok/s all weights (%.0f%%), %.1f tok/s without the embedding table\n",
+              decode_ctx, t1 * 1e3, 1 / t1, kHbmBytesPerS / all_bytes, 100 * all_bytes / kHbmBytesPerS / t1,
+              kHbmBytesPerS / step_bytes);
+
+  const double tp = time_forward(m, kv, make_batch(pf_batch, 0, pf_len, stride), 3);
+  const double pf_tokens = static_cast<double>(pf_batch) * pf_len;
+  const double gemm_s = 2 * params * pf_tokens / kGemmFlopPerS;
+  std::printf("prefill %dx%d: %.1f ms, %.0f tok/s, GEMM ceiling %.0f tok/s (%.0f%%)\n", pf_batch, pf_len, tp * 1e3,
+              pf_tokens / tp, pf_tokens / gemm_s, 100 * gemm_s / tp);
+
+  const double tb = time_forward(m, kv, make_batch(batch, 1024, 1, stride), 20);
+  std::printf("decode bs=%d ctx=1024: %.3f ms/step, %.0f tok/s\n", batch, tb * 1e3, batch / tb);
+  return 0;
+}

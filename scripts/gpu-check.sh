@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Every GPU check and benchmark of the CUDA backend in one go, on a machine with an NVIDIA GPU:
+# op tests against the CPU backend, compute-sanitizer memcheck + racecheck on them, whole-model parity
+# with transformers (tiny random Llama/Qwen2/Qwen3), `keel generate` cpu vs cuda, `keel serve
+# --device cuda` answering a completion, and the Llama-3-8B-shaped benchmark (dummy weights).
+# Prints a short table last. Binaries come from $KEEL_GPU_BIN (default build/); logs go to $KEEL_GPU_OUT.
+#   KEEL_GPU_BIN=build scripts/gpu-check.sh
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BIN="${KEEL_GPU_BIN:-build}"
+OUT="${KEEL_GPU_OUT:-/tmp/keel-gpu-check}"
+mkdir -p "$OUT"
+declare -a SUMMARY
+note() { SUMMARY+=("$(printf '%-28s %s' "$1" "$2")"); }
+find_bin() { for p in "$BIN/$1" "$BIN/tests/gpu/$1" "$BIN/bench/cuda/$1" "$BIN/src/cli/$1"; do [[ -x $p ]] && { echo "$p"; return; }; done; echo "missing-$1"; }
+OPS=$(find_bin keel_gpu_ops_tests); CHECK=$(find_bin keel_gpu_model_check); BENCH=$(find_bin keel_cuda_bench); KEEL=$(find_bin keel)
+TOOLS=$(mktemp -d); ln -s "$(realpath "$CHECK")" "$TOOLS/keel_gpu_model_check"; ln -s "$(realpath "$KEEL")" "$TOOLS/keel"
+
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
+
+"$OPS" --gtest_brief=1 >"$OUT/ops.log" 2>&1; rc=$?
+note "op tests vs cpu" "$([[ $rc == 0 ]] && echo pass || echo FAIL) ($(grep -c '^\[       OK' "$OUT/ops.log" || true) ok, $(grep -c '^\[  FAILED  \].*ms)' "$OUT/ops.log" || true) failed)"
+
+SAN=compute-sanitizer; command -v $SAN >/dev/null || SAN=/usr/local/cuda/bin/compute-sanitizer
+# The CPU reference dominates the run time, not the sanitizer: the 8k-context cases are left to the plain run.
+FILTER='-*DecodeLongContextsSplitKv*:*CachedPrefix*'
+timeout 240 $SAN --tool memcheck --error-exitcode 3 "$OPS" --gtest_brief=1 --gtest_filter="$FILTER" >"$OUT/memcheck.log" 2>&1; rc=$?
+note "memcheck" "$([[ $rc == 0 ]] && echo clean || echo "FAIL rc=$rc") ($(grep -m1 'ERROR SUMMARY' "$OUT/memcheck.log"))"
+timeout 240 $SAN --tool racecheck --error-exitcode 3 "$OPS" --gtest_brief=1 --gtest_filter='*Attention*Prefill*:*RmsNorm*:*Mixed*' >"$OUT/racecheck.log" 2>&1; rc=$?
+note "racecheck" "$([[ $rc == 0 ]] && echo clean || echo "FAIL rc=$rc") ($(grep -m1 'RACECHECK SUMMARY\|ERROR SUMMARY' "$OUT/racecheck.log"))"
+
+PYTHONUNBUFFERED=1 python3 tests/gpu/hf_parity.py "$TOOLS" "$OUT/models" "$PWD" >"$OUT/hf_parity.log" 2>&1; rc=$?
+note "hf parity + generate" "$([[ $rc == 0 ]] && echo pass || echo FAIL)"
+
+# keel serve --device cuda on the tiny Llama (SmolLM2 tokenizer), one completion through the API.
+PORT=18431
+"$KEEL" serve -m "$OUT/models/tiny_llama" --device cuda --port $PORT --mem-fraction 0.5 >"$OUT/serve.log" 2>&1 &
+SERVE=$!
+for _ in $(seq 60); do curl -sf "http://127.0.0.1:$PORT/health" >/dev/null 2>&1 && break; sleep 0.5; done
+curl -s "http://127.0.0.1:$PORT/v1/completions" -H 'Content-Type: application/json' \
+  -d '{"model":"tiny_llama","prompt":"Hello there","max_tokens":16,"temperature":0}' >"$OUT/serve_reply.json" 2>&1
+kill -TERM $SERVE; wait $SERVE; src=$?
+note "serve --device cuda" "$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print("pass", r["usage"])' "$OUT/serve_reply.json" 2>/dev/null || echo FAIL) exit $src"
+
+"$BENCH" bench/cuda/llama3-8b 512 8 2048 64 >"$OUT/bench.log" 2>&1; rc=$?
+note "bench llama3-8b (rc=$rc)" ""
+
+echo; echo "==== keel GPU check ($(head -1 "$OUT/gpu.txt"), $(date -u +%F)) ===="
+grep -E "FAILED|Failure|error" "$OUT/ops.log" | head -20
+cat "$OUT/hf_parity.log" | cut -c1-400
+cat "$OUT/bench.log"
+printf '%s\n' "${SUMMARY[@]}"

@@ -1,0 +1,22 @@
+// Plans an attention call on the host: the thread-block work items (sequence, kv head, query tokens,
+// query heads) and the split-KV factor that gives the device enough blocks for short batches with long
+// contexts. Pure function of the AttentionParams and shapes; called by CudaBackend::attention.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/cuda/kernels.cuh"
+
+namespace keel::backend::cuda {
+
+struct AttentionPlan {
+  std::vector<AttnItem> items;
+  int n_splits = 1;
+  int split_len = 0;  // keys per split, a multiple of 32
+};
+
+AttentionPlan plan_attention(const AttentionParams& p, int n_heads, int n_kv, int n_sm);
+
+}  // namespace keel::backend::cuda

@@ -1,0 +1,189 @@
+// CudaBackend's ops: shape/dtype checks and index-range checks on the host (as the CPU backend
+// makes them), host spans staged to the device, then one launch (or one cuBLAS call) each.
+#include <algorithm>
+
+#include "backend/cuda/attention_plan.h"
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_ops.h"
+
+namespace keel::backend::cuda {
+namespace {
+
+ActType act_type(const Tensor& t, const char* op) {
+  KEEL_CHECK(t.dtype == DType::kF32 || t.dtype == DType::kBF16, "{}: activations must be f32 or bf16, got {}", op,
+             tensor::dtype_name(t.dtype));
+  return t.dtype == DType::kF32 ? ActType::kF32 : ActType::kBF16;
+}
+
+void check_same(const Tensor& a, const Tensor& b, const char* op) {
+  KEEL_CHECK(a.dtype == b.dtype && a.numel() == b.numel(), "{}: {} {} vs {} {}", op, tensor::dtype_name(a.dtype),
+             a.shape.to_string(), tensor::dtype_name(b.dtype), b.shape.to_string());
+}
+
+void check_indices(std::span<const int32_t> idx, int64_t limit, const char* op, const char* what) {
+  for (int32_t i : idx) KEEL_CHECK(i >= 0 && i < limit, "{}: {} {} outside [0, {})", op, what, i, limit);
+}
+
+}  // namespace
+
+void CudaBackend::embed(const Tensor& table, std::span<const int32_t> ids, Tensor& out) {
+  const int64_t d = table.row_len();
+  KEEL_CHECK(table.dtype == DType::kBF16, "embed: table must be an uploaded (bf16) weight");
+  KEEL_CHECK(out.numel() == static_cast<int64_t>(ids.size()) * d, "embed: out {} for {} ids of width {}",
+             out.shape.to_string(), ids.size(), d);
+  check_indices(ids, table.n_rows(), "embed", "token id");
+  staging_->begin_op(ids.size_bytes(), 1);
+  launch_embed(table.data, staging_->stage(ids), static_cast<int64_t>(ids.size()), d, out.data, act_type(out, "embed"),
+               stream_);
+}
+
+void CudaBackend::rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) {
+  check_same(x, out, "rms_norm");
+  KEEL_CHECK(w.dtype == DType::kF32 && w.numel() == x.row_len(), "rms_norm: weight {} for rows of {}",
+             w.shape.to_string(), x.row_len());
+  // Without a residual to update the kernel only reads `residual`.
+  launch_rms_norm(const_cast<void*>(x.data), nullptr, static_cast<const float*>(w.data), eps, x.n_rows(), x.row_len(),
+                  out.data, act_type(x, "rms_norm"), stream_);
+}
+
+void CudaBackend::add_rms_norm(Tensor& residual, const Tensor& x, const Tensor& w, float eps, Tensor& out) {
+  check_same(residual, x, "add_rms_norm");
+  check_same(residual, out, "add_rms_norm");
+  KEEL_CHECK(w.dtype == DType::kF32 && w.numel() == x.row_len(), "add_rms_norm: weight {} for rows of {}",
+             w.shape.to_string(), x.row_len());
+  launch_rms_norm(residual.data, x.data, static_cast<const float*>(w.data), eps, x.n_rows(), x.row_len(), out.data,
+                  act_type(x, "add_rms_norm"), stream_);
+}
+
+void CudaBackend::matmul(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out) {
+  const int64_t n = x.n_rows(), k = x.row_len(), m = w.n_rows();
+  KEEL_CHECK(x.dtype == DType::kBF16 && w.dtype == DType::kBF16, "matmul: x {} and w {} must be bf16",
+             tensor::dtype_name(x.dtype), tensor::dtype_name(w.dtype));
+  KEEL_CHECK(w.row_len() == k && out.numel() == n * m, "matmul: x {} w {} out {}", x.shape.to_string(),
+             w.shape.to_string(), out.shape.to_string());
+  const ActType ot = act_type(out, "matmul");
+  if (n == 0) return;
+  // Row-major out[n, m] = x[n, k] . w[m, k]^T is column-major out^T[m, n] = w^T . x.
+  const float alpha = 1.0f, beta = 0.0f;
+  KEEL_CUBLAS_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(m), static_cast<int>(n),
+                                 static_cast<int>(k), &alpha, w.data, CUDA_R_16BF, static_cast<int>(k), x.data,
+                                 CUDA_R_16BF, static_cast<int>(k), &beta, out.data,
+                                 ot == ActType::kF32 ? CUDA_R_32F : CUDA_R_16BF, static_cast<int>(m),
+                                 CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  if (bias != nullptr && bias->data != nullptr) {
+    KEEL_CHECK(bias->dtype == DType::kF32 && bias->numel() == m, "matmul: bias {} for {} outputs",
+               bias->shape.to_string(), m);
+    launch_add_bias(out.data, static_cast<const float*>(bias->data), n, m, ot, stream_);
+  }
+}
+
+void CudaBackend::rope(Tensor& x, std::span<const int32_t> positions, const RopeParams& p) {
+  KEEL_CHECK(x.shape.rank == 3, "rope: x must be [n, n_heads, head_dim], is {}", x.shape.to_string());
+  const int64_t n = x.shape[0], head_dim = x.shape[2];
+  KEEL_CHECK(static_cast<int64_t>(positions.size()) == n, "rope: {} positions for {} tokens", positions.size(), n);
+  KEEL_CHECK(p.rot_dims % 2 == 0 && p.rot_dims <= head_dim && static_cast<int>(p.inv_freq.size()) == p.rot_dims / 2,
+             "rope: rot_dims {} with {} frequencies for head_dim {}", p.rot_dims, p.inv_freq.size(), head_dim);
+  staging_->begin_op(positions.size_bytes() + p.inv_freq.size_bytes(), 2);
+  const int32_t* pos = staging_->stage(positions);
+  const float* inv_freq = staging_->stage(p.inv_freq);
+  launch_rope(x.data, pos, inv_freq,
+              RopeLaunch{.n = n, .n_heads = x.shape[1], .head_dim = head_dim, .rot_dims = p.rot_dims,
+                         .neox = p.style == RopeStyle::kNeox, .attn_factor = p.attn_factor},
+              act_type(x, "rope"), stream_);
+}
+
+void CudaBackend::write_kv(const Tensor& k, const Tensor& v, std::span<const int32_t> slots, Tensor& k_cache,
+                           Tensor& v_cache) {
+  const auto n = static_cast<int64_t>(slots.size());
+  check_same(k, v, "write_kv");
+  KEEL_CHECK(n > 0 && k.numel() % n == 0, "write_kv: k {} for {} slots", k.shape.to_string(), n);
+  const int64_t w = k.numel() / n;
+  KEEL_CHECK(k_cache.dtype == k.dtype && v_cache.dtype == k.dtype && k_cache.numel() % w == 0 &&
+                 v_cache.numel() == k_cache.numel(),
+             "write_kv: caches {} {} for rows of {} {}", tensor::dtype_name(k_cache.dtype), k_cache.shape.to_string(), w,
+             tensor::dtype_name(k.dtype));
+  check_indices(slots, k_cache.numel() / w, "write_kv", "slot");
+  staging_->begin_op(slots.size_bytes(), 1);
+  launch_write_kv(k.data, v.data, staging_->stage(slots), n, w, k_cache.data, v_cache.data, act_type(k, "write_kv"),
+                  stream_);
+}
+
+float* CudaBackend::attention_partials(size_t n_floats) {
+  if (n_floats > partials_floats_) {
+    KEEL_CUDA_CHECK(cudaStreamSynchronize(stream_));  // the old scratch may still be in use
+    partials_floats_ = std::max(n_floats, 2 * partials_floats_);
+    partials_ = pool_->allocate(partials_floats_ * sizeof(float));
+  }
+  return static_cast<float*>(partials_.get());
+}
+
+void CudaBackend::attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const AttentionParams& p,
+                            Tensor& out) {
+  KEEL_CHECK(q.shape.rank == 3 && out.shape == q.shape && out.dtype == q.dtype,
+             "attention: q {} out {} must be [n, n_heads, head_dim]", q.shape.to_string(), out.shape.to_string());
+  KEEL_CHECK(k_cache.shape.rank == 3 && k_cache.shape == v_cache.shape && k_cache.dtype == q.dtype &&
+                 v_cache.dtype == q.dtype,
+             "attention: caches must be [n_slots, n_kv_heads, head_dim] of q's dtype");
+  const int64_t n = q.shape[0], n_heads = q.shape[1], hd = q.shape[2], n_kv = k_cache.shape[1];
+  KEEL_CHECK(k_cache.shape[2] == hd && n_kv > 0 && n_heads % n_kv == 0 && hd <= kAttnMaxHeadDim,
+             "attention: {} heads over {} kv heads, head_dim {} vs {} (at most {})", n_heads, n_kv, hd,
+             k_cache.shape[2], kAttnMaxHeadDim);
+  size_t ctx_bytes = 0;
+  for (size_t s = 0; s < p.seqs.size(); ++s) {
+    const AttnSeq& sq = p.seqs[s];
+    KEEL_CHECK(sq.n_q >= 0 && static_cast<int64_t>(sq.ctx_slots.size()) >= sq.n_q && sq.q_begin >= 0 &&
+                   sq.q_begin + sq.n_q <= n,
+               "attention: sequence {} has {} new tokens at {} and {} context slots", s, sq.n_q, sq.q_begin,
+               sq.ctx_slots.size());
+    check_indices(sq.ctx_slots, k_cache.shape[0], "attention", "slot");
+    ctx_bytes += sq.ctx_slots.size_bytes();
+  }
+  AttentionPlan plan = plan_attention(p, static_cast<int>(n_heads), static_cast<int>(n_kv), n_sm_);
+  if (plan.items.empty()) return;
+  std::vector<AttnSeqDev> seqs(p.seqs.size());
+  staging_->begin_op(ctx_bytes + seqs.size() * sizeof(AttnSeqDev) + plan.items.size() * sizeof(AttnItem),
+                     p.seqs.size() + 2);
+  for (size_t s = 0; s < p.seqs.size(); ++s) {
+    const AttnSeq& sq = p.seqs[s];
+    seqs[s] = {.ctx = staging_->stage(sq.ctx_slots), .q_begin = sq.q_begin, .n_q = sq.n_q,
+               .n_ctx = static_cast<int32_t>(sq.ctx_slots.size()), .pad = 0};
+  }
+  AttnLaunch l{.q = q.data, .k_cache = k_cache.data, .v_cache = v_cache.data, .out = out.data,
+               .items = staging_->stage(std::span<const AttnItem>(plan.items)),
+               .seqs = staging_->stage(std::span<const AttnSeqDev>(seqs)),
+               .n_items = static_cast<int>(plan.items.size()), .n_tokens = n, .n_heads = static_cast<int>(n_heads),
+               .n_kv = static_cast<int>(n_kv), .head_dim = static_cast<int>(hd), .scale = p.scale,
+               .n_splits = plan.n_splits, .split_len = plan.split_len, .partial_acc = nullptr, .partial_ml = nullptr};
+  if (plan.n_splits > 1) {
+    const size_t rows = static_cast<size_t>(plan.n_splits) * static_cast<size_t>(n * n_heads);
+    float* scratch = attention_partials(rows * (static_cast<size_t>(hd) + 2));
+    l.partial_acc = scratch;
+    l.partial_ml = scratch + rows * static_cast<size_t>(hd);
+  }
+  launch_attention(l, act_type(q, "attention"), stream_);
+}
+
+void CudaBackend::silu_mul(const Tensor& gate, const Tensor& up, Tensor& out) {
+  check_same(gate, up, "silu_mul");
+  check_same(gate, out, "silu_mul");
+  launch_silu_mul(gate.data, up.data, out.data, gate.numel(), act_type(gate, "silu_mul"), stream_);
+}
+
+void CudaBackend::add(const Tensor& a, const Tensor& b, Tensor& out) {
+  check_same(a, b, "add");
+  check_same(a, out, "add");
+  launch_add(a.data, b.data, out.data, a.numel(), act_type(a, "add"), stream_);
+}
+
+void CudaBackend::gather_rows(const Tensor& x, std::span<const int32_t> rows, Tensor& out) {
+  const int64_t d = x.row_len();
+  KEEL_CHECK(out.dtype == x.dtype && out.numel() == static_cast<int64_t>(rows.size()) * d,
+             "gather_rows: out {} for {} rows of {}", out.shape.to_string(), rows.size(), d);
+  KEEL_CHECK(rows.size() <= 65535, "gather_rows: {} rows (at most 65535)", rows.size());
+  check_indices(rows, x.n_rows(), "gather_rows", "row");
+  staging_->begin_op(rows.size_bytes(), 1);
+  launch_gather_rows(x.data, staging_->stage(rows), static_cast<int64_t>(rows.size()),
+                     static_cast<int64_t>(tensor::row_size_bytes(x.dtype, d)), out.data, stream_);
+}
+
+}  // namespace keel::backend::cuda

@@ -1,0 +1,62 @@
+// The CudaBackend class: memory and transfers in cuda_backend.cc, ops in cuda_ops.cc. Internal to
+// backend/cuda/ (the rest of keel sees only Backend via make_cuda_backend). One thread at a time.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <string>
+
+#include "backend/backend.h"
+#include "backend/cuda/device_memory.h"
+#include "backend/cuda/kernels.cuh"
+
+namespace keel::backend::cuda {
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(int device);
+  ~CudaBackend() override;
+
+  DeviceKind kind() const override { return DeviceKind::kCuda; }
+  std::string name() const override { return "cuda/" + device_name_; }
+  DType activation_dtype() const override { return DType::kBF16; }
+  int64_t free_memory_bytes() const override;
+
+  Buffer alloc(DType dtype, Shape shape) override;
+  Result<Buffer> upload_weight(const tensor::TensorView& host) override;
+  void copy_to_host(const Tensor& src, std::span<float> dst) override;
+  void copy_from_host(std::span<const float> src, Tensor& dst) override;
+  void synchronize() override;
+
+  void embed(const Tensor& table, std::span<const int32_t> ids, Tensor& out) override;
+  void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) override;
+  void add_rms_norm(Tensor& residual, const Tensor& x, const Tensor& w, float eps, Tensor& out) override;
+  void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out) override;
+  void rope(Tensor& x, std::span<const int32_t> positions, const RopeParams& p) override;
+  void write_kv(const Tensor& k, const Tensor& v, std::span<const int32_t> slots, Tensor& k_cache,
+                Tensor& v_cache) override;
+  void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const AttentionParams& p,
+                 Tensor& out) override;
+  void silu_mul(const Tensor& gate, const Tensor& up, Tensor& out) override;
+  void add(const Tensor& a, const Tensor& b, Tensor& out) override;
+  void gather_rows(const Tensor& x, std::span<const int32_t> rows, Tensor& out) override;
+
+ private:
+  static constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
+  float* attention_partials(size_t n_floats);
+
+  int device_;
+  std::string device_name_;
+  int n_sm_ = 0;
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+  std::shared_ptr<DevicePool> pool_;
+  std::shared_ptr<void> cublas_workspace_;
+  std::unique_ptr<HostStaging> staging_;
+  std::shared_ptr<void> partials_;  // split-KV scratch, grown on demand
+  size_t partials_floats_ = 0;
+};
+
+}  // namespace keel::backend::cuda

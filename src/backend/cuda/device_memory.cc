@@ -1,0 +1,124 @@
+#include "backend/cuda/device_memory.h"
+
+#include <cstring>
+
+#include "backend/cuda/cuda_check.h"
+
+namespace keel::backend::cuda {
+namespace {
+
+constexpr size_t kAlign = 256;
+
+size_t round_size(size_t n) {
+  if (n <= (1u << 20)) {  // small: powers of two, so scratch that grows reuses blocks
+    size_t r = kAlign;
+    while (r < n) r <<= 1;
+    return r;
+  }
+  return (n + (2u << 20) - 1) & ~((2u << 20) - 1);  // large: 2 MiB granularity
+}
+
+}  // namespace
+
+DevicePool::~DevicePool() {
+  for (auto& [size, p] : free_) cudaFree(p);
+}
+
+std::shared_ptr<void> DevicePool::allocate(size_t n_bytes) {
+  const size_t rounded = round_size(n_bytes == 0 ? 1 : n_bytes);
+  void* p = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = free_.find(rounded);
+    if (it != free_.end()) {
+      p = it->second;
+      free_.erase(it);
+    }
+    in_use_bytes_ += rounded;
+  }
+  if (p == nullptr) {
+    cudaError_t err = cudaMalloc(&p, rounded);
+    if (err == cudaErrorMemoryAllocation) {  // give cached blocks back and try once more
+      cudaGetLastError();
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto& [size, q] : free_) KEEL_CUDA_CHECK(cudaFree(q));
+      free_.clear();
+      err = cudaMalloc(&p, rounded);
+    }
+    KEEL_CHECK(err == cudaSuccess, "cudaMalloc of {} bytes: {}", rounded, cudaGetErrorString(err));
+  }
+  std::weak_ptr<DevicePool> pool = weak_from_this();
+  return std::shared_ptr<void>(p, [pool, rounded](void* q) {
+    if (auto live = pool.lock()) {
+      live->release(q, rounded);
+    } else {
+      cudaFree(q);
+    }
+  });
+}
+
+void DevicePool::release(void* p, size_t rounded) {
+  std::lock_guard<std::mutex> lock(mu_);
+  free_.emplace(rounded, p);
+  in_use_bytes_ -= rounded;
+}
+
+size_t DevicePool::bytes_in_use() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return in_use_bytes_;
+}
+
+HostStaging::~HostStaging() {
+  if (pinned_ != nullptr) cudaFreeHost(pinned_);
+  if (device_ != nullptr) cudaFree(device_);
+}
+
+void HostStaging::grow(size_t need) {
+  // Copies in flight read the old buffers: wait for them before freeing.
+  KEEL_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  size_t cap = capacity_ == 0 ? (1u << 20) : capacity_;
+  while (cap < need) cap *= 2;
+  if (pinned_ != nullptr) KEEL_CUDA_CHECK(cudaFreeHost(pinned_));
+  if (device_ != nullptr) KEEL_CUDA_CHECK(cudaFree(device_));
+  KEEL_CUDA_CHECK(cudaMallocHost(&pinned_, cap));
+  KEEL_CUDA_CHECK(cudaMalloc(&device_, cap));
+  capacity_ = cap;
+  used_ = 0;
+  memo_.clear();
+}
+
+const void* HostStaging::stage(const void* host, size_t n_bytes) {
+  if (auto it = memo_.find(host); it != memo_.end()) {
+    const Entry& e = it->second;
+    if (e.n_bytes == n_bytes && std::memcmp(pinned_ + e.offset, host, n_bytes) == 0) return device_ + e.offset;
+  }
+  const size_t rounded = (n_bytes + 15) & ~size_t{15};
+  KEEL_CHECK(used_ + rounded <= capacity_, "staging: {} bytes past the room begin_op made", n_bytes);
+  const size_t offset = used_;
+  used_ += rounded;
+  if (n_bytes > 0) {
+    std::memcpy(pinned_ + offset, host, n_bytes);
+    KEEL_CUDA_CHECK(cudaMemcpyAsync(device_ + offset, pinned_ + offset, n_bytes, cudaMemcpyHostToDevice, stream_));
+  }
+  memo_[host] = {n_bytes, offset};
+  return device_ + offset;
+}
+
+void HostStaging::begin_op(size_t n_bytes, size_t n_spans) {
+  const size_t need = n_bytes + 16 * n_spans;
+  if (used_ + need <= capacity_) return;
+  if (need <= capacity_) {  // full: wait for the queued copies, then start over
+    KEEL_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    used_ = 0;
+    memo_.clear();
+  } else {
+    grow(need);
+  }
+}
+
+void HostStaging::reset() {
+  used_ = 0;
+  memo_.clear();
+}
+
+}  // namespace keel::backend::cuda

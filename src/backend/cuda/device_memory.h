@@ -1,0 +1,67 @@
+// Device memory for the CUDA backend. DevicePool: plain cudaMalloc (never managed memory) with freed
+// blocks kept per rounded size for reuse. HostStaging: host spans (ids, positions, slots, plans) copied
+// to the device through one pinned buffer, bump-allocated and reset at each synchronize; a span staged
+// earlier in the same epoch with the same address and contents is not copied again (the model passes
+// the same positions/slots to every layer). Both are owned by CudaBackend and used by its one thread.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <unordered_map>
+
+namespace keel::backend::cuda {
+
+class DevicePool : public std::enable_shared_from_this<DevicePool> {
+ public:
+  ~DevicePool();
+  // At least n_bytes of device memory (256-byte aligned); returned to the pool when released.
+  std::shared_ptr<void> allocate(size_t n_bytes);
+  size_t bytes_in_use() const;
+
+ private:
+  void release(void* p, size_t rounded);
+  mutable std::mutex mu_;  // Buffers may be destroyed on another thread than the model thread.
+  std::multimap<size_t, void*> free_;
+  size_t in_use_bytes_ = 0;
+};
+
+class HostStaging {
+ public:
+  explicit HostStaging(cudaStream_t stream) : stream_(stream) {}
+  ~HostStaging();
+  HostStaging(const HostStaging&) = delete;
+  HostStaging& operator=(const HostStaging&) = delete;
+
+  // Makes room for an op's stagings (at most n_spans spans of n_bytes in all), waiting for the
+  // copies in flight if the buffer must start over. Call before the op's first stage().
+  void begin_op(size_t n_bytes, size_t n_spans);
+  // Device copy of `bytes` (valid until the next reset()); the copy is queued on the stream.
+  const void* stage(const void* host, size_t n_bytes);
+  template <typename T>
+  const T* stage(std::span<const T> s) {
+    return static_cast<const T*>(stage(s.data(), s.size_bytes()));
+  }
+  // Call after the stream has been synchronized: every staged copy has landed.
+  void reset();
+
+ private:
+  struct Entry {
+    size_t n_bytes;
+    size_t offset;
+  };
+  void grow(size_t need);
+  cudaStream_t stream_;
+  uint8_t* pinned_ = nullptr;
+  uint8_t* device_ = nullptr;
+  size_t capacity_ = 0;
+  size_t used_ = 0;
+  std::unordered_map<const void*, Entry> memo_;  // by host address
+};
+
+}  // namespace keel::backend::cuda

@@ -1,0 +1,27 @@
+// Device-side load/store of f32 and bf16 activations as float, shared by the .cu files.
+#pragma once
+
+#include <cuda_bf16.h>
+
+#include "backend/cuda/kernels.cuh"
+
+namespace keel::backend::cuda {
+
+__device__ __forceinline__ float load_f(const float* p, int64_t i) { return p[i]; }
+__device__ __forceinline__ float load_f(const __nv_bfloat16* p, int64_t i) { return __bfloat162float(p[i]); }
+__device__ __forceinline__ void store_f(float* p, int64_t i, float v) { p[i] = v; }
+__device__ __forceinline__ void store_f(__nv_bfloat16* p, int64_t i, float v) { p[i] = __float2bfloat16_rn(v); }
+
+// Calls fn(T{}) with T = float or __nv_bfloat16 for the activation type.
+template <typename Fn>
+void dispatch_act(ActType t, Fn&& fn) {
+  if (t == ActType::kF32) {
+    fn(float{});
+  } else {
+    fn(__nv_bfloat16{});
+  }
+}
+
+inline unsigned grid_1d(int64_t n, int threads) { return static_cast<unsigned>((n + threads - 1) / threads); }
+
+}  // namespace keel::backend::cuda

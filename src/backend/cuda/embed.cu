@@ -1,0 +1,27 @@
+// Embedding lookup: one block per token row, bf16 table -> f32/bf16 activations.
+#include "backend/cuda/dtype_util.cuh"
+#include "backend/cuda/launch_check.h"
+
+namespace keel::backend::cuda {
+namespace {
+
+template <typename T>
+__global__ void embed_kernel(const __nv_bfloat16* table, const int32_t* ids, int64_t d, T* out) {
+  const int64_t row = blockIdx.x;
+  const __nv_bfloat16* src = table + static_cast<int64_t>(ids[row]) * d;
+  for (int64_t i = threadIdx.x; i < d; i += blockDim.x) store_f(out, row * d + i, __bfloat162float(src[i]));
+}
+
+}  // namespace
+
+void launch_embed(const void* table, const int32_t* ids, int64_t n, int64_t d, void* out, ActType t, cudaStream_t s) {
+  if (n == 0) return;
+  dispatch_act(t, [&](auto tag) {
+    using T = decltype(tag);
+    embed_kernel<T><<<static_cast<unsigned>(n), 256, 0, s>>>(static_cast<const __nv_bfloat16*>(table), ids, d,
+                                                              static_cast<T*>(out));
+  });
+  KEEL_CUDA_LAUNCHED();
+}
+
+}  // namespace keel::backend::cuda

@@ -1,0 +1,72 @@
+// Launchers of the CUDA backend's kernels, one .cu each. Activations are f32 or bf16 (ActType);
+// matrix weights are bf16, norm weights and biases f32. All launch on `stream` and check the launch.
+// Host spans are already on the device here (CudaBackend stages them). Called by CudaBackend only.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace keel::backend::cuda {
+
+enum class ActType { kF32, kBF16 };
+
+// out [n, d] (act) = table [vocab, d] (bf16) rows ids [n].
+void launch_embed(const void* table, const int32_t* ids, int64_t n, int64_t d, void* out, ActType t, cudaStream_t s);
+// residual [n, d] += x (when x != nullptr); out = residual / rms(residual) * w (f32 [d]).
+void launch_rms_norm(void* residual, const void* x, const float* w, float eps, int64_t n, int64_t d, void* out,
+                     ActType t, cudaStream_t s);
+// In place on x [n, n_heads, head_dim]; positions [n]; inv_freq [rot_dims / 2]; neox = rotate halves.
+struct RopeLaunch {
+  int64_t n, n_heads, head_dim;
+  int rot_dims;
+  bool neox;
+  float attn_factor;
+};
+void launch_rope(void* x, const int32_t* positions, const float* inv_freq, const RopeLaunch& p, ActType t,
+                 cudaStream_t s);
+// k_cache, v_cache [n_slots, w] rows slots [n] = k, v [n, w].
+void launch_write_kv(const void* k, const void* v, const int32_t* slots, int64_t n, int64_t w, void* k_cache,
+                     void* v_cache, ActType t, cudaStream_t s);
+// out = silu(gate) * up over n elements.
+void launch_silu_mul(const void* gate, const void* up, void* out, int64_t n, ActType t, cudaStream_t s);
+// out = a + b over n elements.
+void launch_add(const void* a, const void* b, void* out, int64_t n, ActType t, cudaStream_t s);
+// out [n, m] += bias [m] (f32).
+void launch_add_bias(void* out, const float* bias, int64_t n, int64_t m, ActType t, cudaStream_t s);
+// out [r, row_bytes] = x rows [r] (any dtype: whole rows of bytes).
+void launch_gather_rows(const void* x, const int32_t* rows, int64_t r, int64_t row_bytes, void* out, cudaStream_t s);
+
+// Attention over the token-granular KV pool (attention.cu).
+struct AttnSeqDev {
+  const int32_t* ctx;  // [n_ctx] KV slots of the visible tokens, in position order
+  int32_t q_begin, n_q, n_ctx, pad;
+};
+// One thread block's work: tokens [t0, t1) of sequence seq (0 = its first new token), query heads
+// [g0, g1) of kv head kv_head's group. (t1 - t0) * (g1 - g0) <= kAttnRowsPerBlock.
+struct AttnItem {
+  int32_t seq, kv_head, t0, t1, g0, g1;
+};
+inline constexpr int kAttnRowsPerBlock = 16;
+inline constexpr int kAttnMaxHeadDim = 256;
+struct AttnLaunch {
+  const void* q;  // [n, n_heads, head_dim]
+  const void* k_cache;
+  const void* v_cache;  // [n_slots, n_kv, head_dim]
+  void* out;            // [n, n_heads, head_dim]
+  const AttnItem* items;
+  const AttnSeqDev* seqs;
+  int n_items;
+  int64_t n_tokens;
+  int n_heads, n_kv, head_dim;
+  float scale;
+  int n_splits;   // key ranges per item (split-KV); 1 writes out directly
+  int split_len;  // keys per split, a multiple of 32
+  float* partial_acc;  // [n_splits, n_tokens * n_heads, head_dim] when n_splits > 1
+  float* partial_ml;   // [n_splits, n_tokens * n_heads, 2] running max and sum
+};
+void launch_attention(const AttnLaunch& p, ActType t, cudaStream_t s);
+// Shared memory the attention kernel needs above the 48 KiB default (set once at start-up).
+void attention_set_smem_limits();
+
+}  // namespace keel::backend::cuda

@@ -1,0 +1,11 @@
+// cuda_check_launch: the last-error check after a kernel launch, for .cu files (which keep fmt and the
+// rest of base/ out of nvcc's way). Aborts with the launching file:line on error. Host side.
+#pragma once
+
+namespace keel::backend::cuda {
+
+void cuda_check_launch(const char* file, int line);
+
+}  // namespace keel::backend::cuda
+
+#define KEEL_CUDA_LAUNCHED() ::keel::backend::cuda::cuda_check_launch(__FILE__, __LINE__)

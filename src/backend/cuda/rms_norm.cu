@@ -1,0 +1,53 @@
+// RMSNorm, optionally fused with the residual add: one block per row; the sum of squares is reduced
+// in f32 over the (rounded) residual that is stored, so out is the norm of what residual holds.
+#include "backend/cuda/dtype_util.cuh"
+#include "backend/cuda/launch_check.h"
+
+namespace keel::backend::cuda {
+namespace {
+
+__device__ float block_sum(float v) {
+  __shared__ float warp_sums[32];
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (lane == 0) warp_sums[warp] = v;
+  __syncthreads();
+  const int n_warps = (blockDim.x + 31) / 32;
+  float total = 0.0f;
+  for (int w = 0; w < n_warps; ++w) total += warp_sums[w];
+  return total;
+}
+
+template <typename T>
+__global__ void rms_norm_kernel(T* residual, const T* x, const float* w, float eps, int64_t d, T* out) {
+  const int64_t base = static_cast<int64_t>(blockIdx.x) * d;
+  float ss = 0.0f;
+  for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
+    float r = load_f(residual, base + i);
+    if (x != nullptr) {
+      r += load_f(x, base + i);
+      store_f(residual, base + i, r);
+      r = load_f(residual, base + i);  // the rounded value, as later reads will see it
+    }
+    ss += r * r;
+  }
+  const float inv = rsqrtf(block_sum(ss) / static_cast<float>(d) + eps);
+  for (int64_t i = threadIdx.x; i < d; i += blockDim.x) store_f(out, base + i, load_f(residual, base + i) * inv * w[i]);
+}
+
+}  // namespace
+
+void launch_rms_norm(void* residual, const void* x, const float* w, float eps, int64_t n, int64_t d, void* out,
+                     ActType t, cudaStream_t s) {
+  if (n == 0) return;
+  const int threads = d >= 2048 ? 512 : d >= 512 ? 256 : d >= 128 ? 128 : 32;
+  dispatch_act(t, [&](auto tag) {
+    using T = decltype(tag);
+    rms_norm_kernel<T><<<static_cast<unsigned>(n), threads, 0, s>>>(static_cast<T*>(residual),
+                                                                     static_cast<const T*>(x), w, eps, d,
+                                                                     static_cast<T*>(out));
+  });
+  KEEL_CUDA_LAUNCHED();
+}
+
+}  // namespace keel::backend::cuda

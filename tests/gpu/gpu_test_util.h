@@ -1,0 +1,44 @@
+// Helpers for the CUDA-vs-CPU op tests: both backends, fresh random inputs (seed printed by each
+// test), bf16 rounding on the host so both backends see the same values, NaN poisoning, relative error.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "backend/backend.h"
+
+namespace keel::gpu_test {
+
+using backend::Backend;
+using backend::Buffer;
+using backend::Tensor;
+using tensor::DType;
+
+struct Backends {
+  std::unique_ptr<Backend> cpu;
+  std::unique_ptr<Backend> gpu;
+};
+// Made once per process; aborts the test binary if there is no CUDA device.
+Backends& backends();
+
+// A fresh seed per call (random_device), so every run draws new inputs.
+uint64_t fresh_seed();
+std::vector<float> random_floats(std::mt19937_64& rng, size_t n, float scale = 1.0f);
+std::vector<float> round_bf16(std::vector<float> v);
+std::vector<uint16_t> to_bf16_bits(const std::vector<float>& v);
+
+// A tensor of dtype on backend b holding `values`.
+Buffer make(Backend& b, DType dtype, tensor::Shape shape, const std::vector<float>& values);
+// Fills t with NaN, so elements an op leaves unwritten fail the comparison.
+void poison(Backend& b, Tensor& t);
+std::vector<float> read(Backend& b, const Tensor& t);
+
+// ||a - b|| / ||b||; +inf when any element of a is NaN or b is all zero.
+double rel_err(const std::vector<float>& a, const std::vector<float>& b);
+// Error bound for an activation dtype: bf16 1e-2, f32 1e-5.
+double tolerance(DType t);
+
+}  // namespace keel::gpu_test
