@@ -19,7 +19,7 @@ TOOLS=$(mktemp -d); ln -s "$(realpath "$CHECK")" "$TOOLS/keel_gpu_model_check"; 
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 
 "$OPS" --gtest_brief=1 >"$OUT/ops.log" 2>&1; rc=$?
-note "op tests vs cpu" "$([[ $rc == 0 ]] && echo pass || echo FAIL) ($(grep -c '^\[       OK' "$OUT/ops.log" || true) ok, $(grep -c '^\[  FAILED  \].*ms)' "$OUT/ops.log" || true) failed)"
+note "op tests vs cpu" "$([[ $rc == 0 ]] && echo pass || echo FAIL) ($(grep -m1 'tests from .* ran' "$OUT/ops.log"))"
 
 SAN=compute-sanitizer; command -v $SAN >/dev/null || SAN=/usr/local/cuda/bin/compute-sanitizer
 # The CPU reference dominates the run time, not the sanitizer: the 8k-context cases are left to the plain run.
@@ -34,7 +34,7 @@ note "hf parity + generate" "$([[ $rc == 0 ]] && echo pass || echo FAIL)"
 
 # keel serve --device cuda on the tiny Llama (SmolLM2 tokenizer), one completion through the API.
 PORT=18431
-"$KEEL" serve -m "$OUT/models/tiny_llama" --device cuda --port $PORT --mem-fraction 0.5 >"$OUT/serve.log" 2>&1 &
+"$KEEL" serve -m "$OUT/models/tiny_llama" --device cuda --port $PORT --mem-fraction 0.05 >"$OUT/serve.log" 2>&1 &
 SERVE=$!
 for _ in $(seq 60); do curl -sf "http://127.0.0.1:$PORT/health" >/dev/null 2>&1 && break; sleep 0.5; done
 curl -s "http://127.0.0.1:$PORT/v1/completions" -H 'Content-Type: application/json' \
@@ -43,10 +43,15 @@ kill -TERM $SERVE; wait $SERVE; src=$?
 note "serve --device cuda" "$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print("pass", r["usage"])' "$OUT/serve_reply.json" 2>/dev/null || echo FAIL) exit $src"
 
 "$BENCH" bench/cuda/llama3-8b 512 8 2048 64 >"$OUT/bench.log" 2>&1; rc=$?
-note "bench llama3-8b (rc=$rc)" ""
+note "bench llama3-8b" "rc=$rc"
+# Where the time goes: per-op GPU time for each phase on its own (KEEL_CUDA_PROFILE).
+for ph in d1 pf dB; do
+  KEEL_CUDA_PROFILE=1 "$BENCH" bench/cuda/llama3-8b 512 8 2048 64 $ph >>"$OUT/profile.log" 2>&1
+done
 
 echo; echo "==== keel GPU check ($(head -1 "$OUT/gpu.txt"), $(date -u +%F)) ===="
 grep -E "FAILED|Failure|error" "$OUT/ops.log" | head -20
 cat "$OUT/hf_parity.log" | cut -c1-400
 cat "$OUT/bench.log"
+cat "$OUT/profile.log"
 printf '%s\n' "${SUMMARY[@]}"

@@ -3,6 +3,8 @@
 // bandwidth roofline (weight bytes / measured HBM bandwidth) and the GEMM ceiling (2 * params * tokens
 // / measured bf16 GEMM rate), both passed in from shared/GPU.md's measurements.
 // Usage: keel_cuda_bench CONFIG_DIR [decode_ctx=512] [prefill_batch=8] [prefill_len=2048] [batch=64]
+//                        [phases=d1,pf,dB]   (d1: batch-1 decode, pf: prefill, dB: batched decode)
+// With KEEL_CUDA_PROFILE=1 the backend prints per-op GPU time at exit (run one phase for a breakdown).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -18,8 +20,8 @@ using keel::model::Batch;
 using keel::model::BatchSeq;
 using Clock = std::chrono::steady_clock;
 
-constexpr double kHbmBytesPerS = 3.9e12;   // shared/GPU.md: 16-byte copy kernel, H200
-constexpr double kGemmFlopPerS = 854e12;   // shared/GPU.md: cuBLAS bf16 8192^3, H200
+constexpr double kHbmBytesPerS = 3.9e12;  // shared/GPU.md: 16-byte copy kernel, H200
+constexpr double kGemmFlopPerS = 854e12;  // shared/GPU.md: cuBLAS bf16 8192^3, H200
 
 // n_seqs sequences, each with `ctx` tokens already cached (slots seq * stride + [0, ctx)) and n_q new.
 Batch make_batch(int n_seqs, int ctx, int n_q, int stride) {
@@ -65,6 +67,7 @@ int main(int argc, char** argv) {
   const int pf_batch = argc > 3 ? std::atoi(argv[3]) : 8;
   const int pf_len = argc > 4 ? std::atoi(argv[4]) : 2048;
   const int batch = argc > 5 ? std::atoi(argv[5]) : 64;
+  const std::string phases = argc > 6 ? argv[6] : "d1,pf,dB";
   const auto t0 = Clock::now();
   auto loaded = keel::model::load_model({.path = argv[1], .backend = "cuda", .dummy_weights = true});
   if (!loaded.ok()) {
@@ -74,9 +77,11 @@ int main(int argc, char** argv) {
   keel::model::Model& m = **loaded;
   const auto& c = m.config();
   const double load_s = std::chrono::duration<double>(Clock::now() - t0).count();
-  const double q_dim = static_cast<double>(c.n_heads * c.head_dim), kv_dim = static_cast<double>(c.n_kv_heads * c.head_dim);
-  const double params = static_cast<double>(c.n_layers) * static_cast<double>(c.d_model) * (2 * q_dim + 2 * kv_dim + 3.0 * c.ffn_dim) +
-                        (c.tied_embeddings ? 1.0 : 2.0) * static_cast<double>(c.vocab_size * c.d_model);
+  const double q_dim = static_cast<double>(c.n_heads * c.head_dim),
+               kv_dim = static_cast<double>(c.n_kv_heads * c.head_dim);
+  const double params =
+      static_cast<double>(c.n_layers) * static_cast<double>(c.d_model) * (2 * q_dim + 2 * kv_dim + 3.0 * c.ffn_dim) +
+      (c.tied_embeddings ? 1.0 : 2.0) * static_cast<double>(c.vocab_size * c.d_model);
   std::printf("model: %d layers, d %lld, params %.2f B, dummy load %.1f s\n", static_cast<int>(c.n_layers),
               static_cast<long long>(c.d_model), params / 1e9, load_s);
   const int stride = std::max({decode_ctx + 64, pf_len, 1024 + 64});
@@ -86,18 +91,26 @@ int main(int argc, char** argv) {
   // embedding table is only gathered, so the bytes a step must read are that minus the table.
   const double all_bytes = params * 2;
   const double step_bytes = all_bytes - (c.tied_embeddings ? 0.0 : 2.0 * static_cast<double>(c.vocab_size * c.d_model));
-  const double t1 = time_forward(m, kv, make_batch(1, decode_ctx, 1, stride), 50);
-  std::printf("decode bs=1 ctx=%d: %.3f ms/step, %.1f tok/s; roofline %.1f tok/s all weights (%.0f%%), %.1f tok/s without the embedding table\n",
-              decode_ctx, t1 * 1e3, 1 / t1, kHbmBytesPerS / all_bytes, 100 * all_bytes / kHbmBytesPerS / t1,
-              kHbmBytesPerS / step_bytes);
-
-  const double tp = time_forward(m, kv, make_batch(pf_batch, 0, pf_len, stride), 3);
-  const double pf_tokens = static_cast<double>(pf_batch) * pf_len;
-  const double gemm_s = 2 * params * pf_tokens / kGemmFlopPerS;
-  std::printf("prefill %dx%d: %.1f ms, %.0f tok/s, GEMM ceiling %.0f tok/s (%.0f%%)\n", pf_batch, pf_len, tp * 1e3,
-              pf_tokens / tp, pf_tokens / gemm_s, 100 * gemm_s / tp);
-
-  const double tb = time_forward(m, kv, make_batch(batch, 1024, 1, stride), 20);
-  std::printf("decode bs=%d ctx=1024: %.3f ms/step, %.0f tok/s\n", batch, tb * 1e3, batch / tb);
+  if (phases.find("d1") != std::string::npos) {
+    const double t1 = time_forward(m, kv, make_batch(1, decode_ctx, 1, stride), 50);
+    std::printf(
+        "decode bs=1 ctx=%d: %.3f ms/step, %.1f tok/s; roofline %.1f tok/s all weights (%.0f%%), %.1f tok/s without "
+        "the embedding table\n",
+        decode_ctx, t1 * 1e3, 1 / t1, kHbmBytesPerS / all_bytes, 100 * all_bytes / kHbmBytesPerS / t1,
+        kHbmBytesPerS / step_bytes);
+  }
+  if (phases.find("pf") != std::string::npos) {
+    const double tp = time_forward(m, kv, make_batch(pf_batch, 0, pf_len, stride), 3);
+    const double pf_tokens = static_cast<double>(pf_batch) * pf_len;
+    // Layer GEMMs only (the LM head runs on the last token of each sequence; attention FLOPs not counted).
+    const double layer_params = params - (c.tied_embeddings ? 1.0 : 2.0) * static_cast<double>(c.vocab_size * c.d_model);
+    const double gemm_s = 2 * layer_params * pf_tokens / kGemmFlopPerS;
+    std::printf("prefill %dx%d: %.1f ms, %.0f tok/s, GEMM ceiling %.0f tok/s (%.0f%%)\n", pf_batch, pf_len, tp * 1e3,
+                pf_tokens / tp, pf_tokens / gemm_s, 100 * gemm_s / tp);
+  }
+  if (phases.find("dB") != std::string::npos) {
+    const double tb = time_forward(m, kv, make_batch(batch, 1024, 1, stride), 20);
+    std::printf("decode bs=%d ctx=1024: %.3f ms/step, %.0f tok/s\n", batch, tb * 1e3, batch / tb);
+  }
   return 0;
 }

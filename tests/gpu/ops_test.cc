@@ -162,6 +162,25 @@ TEST_P(OpTest, SiluMulAddGather) {
   }
 }
 
+// Blocks past 4 GiB: the pool's size rounding once truncated them to 32 bits (a memset then failed).
+TEST(DevicePool, AllocationPastFourGiB) {
+  Backend& gpu = *backends().gpu;
+  const int64_t rows = (int64_t{1} << 21) + 3, d = 1024;  // ~4.3 GB of bf16
+  Buffer big = gpu.alloc(DType::kBF16, make_shape({rows, d}));
+  std::vector<float> ones(static_cast<size_t>(d), 1.0f);
+  Tensor last = big.tensor().rows(rows - 1, 1);
+  gpu.copy_from_host(ones, last);
+  const std::vector<int32_t> idx = {static_cast<int32_t>(rows - 1), 0};
+  Buffer out = gpu.alloc(DType::kBF16, make_shape({2, d}));
+  poison(gpu, out.tensor());
+  gpu.gather_rows(big.tensor(), idx, out.tensor());
+  const auto got = read(gpu, out.tensor());
+  for (int64_t i = 0; i < d; ++i) {
+    ASSERT_EQ(got[static_cast<size_t>(i)], 1.0f) << i;
+    ASSERT_EQ(got[static_cast<size_t>(d + i)], 0.0f) << i;  // alloc zero-fills
+  }
+}
+
 // matmul against a double-precision host reference over the dequantized weight (bf16 x and bf16
 // weights on the GPU, f32 accumulate): F32, BF16, F16 and quantized GGUF weights, with and without bias.
 double matmul_err(std::mt19937_64& rng, DType wt, int64_t n, int64_t k, int64_t m, DType out_dt, bool with_bias) {
@@ -210,7 +229,9 @@ TEST(Matmul, AgainstHostReference) {
   const uint64_t seed = fresh_seed();
   std::mt19937_64 rng(seed);
   for (DType wt : {DType::kF32, DType::kBF16, DType::kF16, DType::kQ8_0, DType::kQ4_1}) {
-    for (auto [n, k, m] : {std::tuple{1, 64, 96}, {7, 4096, 1000}, {33, 896, 4864}, {5, 96, 131}}) {
+    // n <= 8 with k % 8 == 0 runs the decode GEMV kernel, the rest cuBLAS.
+    for (auto [n, k, m] : {std::tuple{1, 64, 96}, {7, 4096, 1000}, {33, 896, 4864}, {5, 96, 131}, {2, 4096, 777},
+                           {8, 1000, 64}, {3, 72, 33}, {9, 4096, 512}, {1, 100, 50}}) {
       for (DType out : {DType::kF32, DType::kBF16}) {
         EXPECT_LE(matmul_err(rng, wt, n, k, m, out, /*with_bias=*/m % 2 == 1), 1e-2)
             << tensor::dtype_name(wt) << " " << n << "x" << k << "x" << m << " seed " << seed;

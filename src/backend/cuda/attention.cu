@@ -42,12 +42,53 @@ __device__ void load_q(const AttnLaunch& p, const AttnItem& it, const AttnSeqDev
   }
 }
 
+__device__ __forceinline__ void to_floats(const uint4& raw, float* out, float) {
+  const float4* f = reinterpret_cast<const float4*>(&raw);
+  out[0] = f->x;
+  out[1] = f->y;
+  out[2] = f->z;
+  out[3] = f->w;
+}
+__device__ __forceinline__ void to_floats(const uint4& raw, float* out, __nv_bfloat16) {
+  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 f = __bfloat1622float2(h[i]);
+    out[2 * i] = f.x;
+    out[2 * i + 1] = f.y;
+  }
+}
+
+// K/V rows [tile, tile + 32) of the sequence for one kv head into shared memory as f32 (zeros past
+// key_end). 16-byte loads when a head row is a whole number of them (head_dim % (16 / sizeof(T)) == 0).
 template <typename T>
 __device__ void load_kv_tile(const AttnLaunch& p, const AttnSeqDev& sq, int kv_head, int tile, int key_end,
                              float* k_s, float* v_s) {
+  constexpr int kVec = 16 / sizeof(T);
   const int hd = p.head_dim;
   const T* kc = static_cast<const T*>(p.k_cache);
   const T* vc = static_cast<const T*>(p.v_cache);
+  if (hd % kVec == 0) {
+    const int vec_per_row = hd / kVec;
+    for (int idx = threadIdx.x; idx < kTileKeys * vec_per_row; idx += blockDim.x) {
+      const int j = idx / vec_per_row, d0 = (idx - j * vec_per_row) * kVec, key = tile + j;
+      float kf[kVec], vf[kVec];
+      if (key < key_end) {
+        const int64_t off = (static_cast<int64_t>(sq.ctx[key]) * p.n_kv + kv_head) * hd + d0;
+        to_floats(*reinterpret_cast<const uint4*>(kc + off), kf, T{});
+        to_floats(*reinterpret_cast<const uint4*>(vc + off), vf, T{});
+      } else {
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) kf[e] = vf[e] = 0.0f;
+      }
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        k_s[j * (hd + 1) + d0 + e] = kf[e];
+        v_s[j * hd + d0 + e] = vf[e];
+      }
+    }
+    return;
+  }
   for (int idx = threadIdx.x; idx < kTileKeys * hd; idx += blockDim.x) {
     const int j = idx / hd, d = idx % hd, key = tile + j;
     float kv = 0.0f, vv = 0.0f;
@@ -75,6 +116,7 @@ __global__ void __launch_bounds__(kWarps * 32) attention_kernel(AttnLaunch p) {
   const int key_begin = blockIdx.y * p.split_len;
   const int key_end = min(past + it.t1, key_begin + p.split_len);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int my_rows = (n_rows - warp + kWarps - 1) / kWarps;  // rows warp, warp + 4, ... below n_rows
 
   load_q<T>(p, it, sq, q_s);
   float acc[kRowsPerWarp][kDPerLane];
@@ -100,8 +142,7 @@ __global__ void __launch_bounds__(kWarps * 32) attention_kernel(AttnLaunch p) {
       const float kd = k_s[lane * (hd + 1) + d];
 #pragma unroll
       for (int i = 0; i < kRowsPerWarp; ++i) {
-        const int r = min(warp + kWarps * i, kAttnRowsPerBlock - 1);
-        s[i] = fmaf(q_s[r * hd + d], kd, s[i]);
+        if (i < my_rows) s[i] = fmaf(q_s[(warp + kWarps * i) * hd + d], kd, s[i]);
       }
     }
     const int key = tile + lane;
@@ -128,6 +169,7 @@ __global__ void __launch_bounds__(kWarps * 32) attention_kernel(AttnLaunch p) {
       }
 #pragma unroll
       for (int i = 0; i < kRowsPerWarp; ++i) {
+        if (i >= my_rows) break;
         const float pj = __shfl_sync(0xffffffffu, s[i], j);
 #pragma unroll
         for (int c = 0; c < kDPerLane; ++c) acc[i][c] = fmaf(pj, vj[c], acc[i][c]);

@@ -25,12 +25,14 @@ CudaBackend::CudaBackend(int device) : device_(device), pool_(std::make_shared<D
   cublas_workspace_ = pool_->allocate(kCublasWorkspaceBytes);
   KEEL_CUBLAS_CHECK(cublasSetWorkspace(cublas_, cublas_workspace_.get(), kCublasWorkspaceBytes));
   staging_ = std::make_unique<HostStaging>(stream_);
+  prof_ = std::make_unique<OpProfile>(stream_);
   attention_set_smem_limits();
 }
 
 CudaBackend::~CudaBackend() {
   cudaStreamSynchronize(stream_);
   staging_.reset();
+  prof_.reset();
   cublasDestroy(cublas_);
   cudaStreamDestroy(stream_);
 }
@@ -124,6 +126,7 @@ void CudaBackend::copy_from_host(std::span<const float> src, Tensor& dst) {
 void CudaBackend::synchronize() {
   KEEL_CUDA_CHECK(cudaStreamSynchronize(stream_));
   staging_->reset();
+  prof_->collect();
 }
 
 int64_t CudaBackend::free_memory_bytes() const {

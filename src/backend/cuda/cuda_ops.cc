@@ -27,6 +27,7 @@ void check_indices(std::span<const int32_t> idx, int64_t limit, const char* op, 
 }  // namespace
 
 void CudaBackend::embed(const Tensor& table, std::span<const int32_t> ids, Tensor& out) {
+  ScopedOp prof(*prof_, "embed");
   const int64_t d = table.row_len();
   KEEL_CHECK(table.dtype == DType::kBF16, "embed: table must be an uploaded (bf16) weight");
   KEEL_CHECK(out.numel() == static_cast<int64_t>(ids.size()) * d, "embed: out {} for {} ids of width {}",
@@ -38,6 +39,7 @@ void CudaBackend::embed(const Tensor& table, std::span<const int32_t> ids, Tenso
 }
 
 void CudaBackend::rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) {
+  ScopedOp prof(*prof_, "rms_norm");
   check_same(x, out, "rms_norm");
   KEEL_CHECK(w.dtype == DType::kF32 && w.numel() == x.row_len(), "rms_norm: weight {} for rows of {}",
              w.shape.to_string(), x.row_len());
@@ -47,6 +49,7 @@ void CudaBackend::rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& 
 }
 
 void CudaBackend::add_rms_norm(Tensor& residual, const Tensor& x, const Tensor& w, float eps, Tensor& out) {
+  ScopedOp prof(*prof_, "add_rms_norm");
   check_same(residual, x, "add_rms_norm");
   check_same(residual, out, "add_rms_norm");
   KEEL_CHECK(w.dtype == DType::kF32 && w.numel() == x.row_len(), "add_rms_norm: weight {} for rows of {}",
@@ -56,6 +59,7 @@ void CudaBackend::add_rms_norm(Tensor& residual, const Tensor& x, const Tensor& 
 }
 
 void CudaBackend::matmul(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out) {
+  ScopedOp prof(*prof_, "matmul");
   const int64_t n = x.n_rows(), k = x.row_len(), m = w.n_rows();
   KEEL_CHECK(x.dtype == DType::kBF16 && w.dtype == DType::kBF16, "matmul: x {} and w {} must be bf16",
              tensor::dtype_name(x.dtype), tensor::dtype_name(w.dtype));
@@ -63,6 +67,17 @@ void CudaBackend::matmul(const Tensor& x, const Tensor& w, const Tensor* bias, T
              w.shape.to_string(), out.shape.to_string());
   const ActType ot = act_type(out, "matmul");
   if (n == 0) return;
+  const bool has_bias = bias != nullptr && bias->data != nullptr;
+  if (has_bias) {
+    KEEL_CHECK(bias->dtype == DType::kF32 && bias->numel() == m, "matmul: bias {} for {} outputs",
+               bias->shape.to_string(), m);
+  }
+  const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  if (n <= kGemvMaxTokens && k % 8 == 0 && aligned(x.data) && aligned(w.data)) {
+    launch_gemv(x.data, w.data, has_bias ? static_cast<const float*>(bias->data) : nullptr, out.data,
+                static_cast<int>(n), k, m, ot, stream_);
+    return;
+  }
   // Row-major out[n, m] = x[n, k] . w[m, k]^T is column-major out^T[m, n] = w^T . x.
   const float alpha = 1.0f, beta = 0.0f;
   KEEL_CUBLAS_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(m), static_cast<int>(n),
@@ -70,14 +85,13 @@ void CudaBackend::matmul(const Tensor& x, const Tensor& w, const Tensor* bias, T
                                  CUDA_R_16BF, static_cast<int>(k), &beta, out.data,
                                  ot == ActType::kF32 ? CUDA_R_32F : CUDA_R_16BF, static_cast<int>(m),
                                  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-  if (bias != nullptr && bias->data != nullptr) {
-    KEEL_CHECK(bias->dtype == DType::kF32 && bias->numel() == m, "matmul: bias {} for {} outputs",
-               bias->shape.to_string(), m);
+  if (has_bias) {
     launch_add_bias(out.data, static_cast<const float*>(bias->data), n, m, ot, stream_);
   }
 }
 
 void CudaBackend::rope(Tensor& x, std::span<const int32_t> positions, const RopeParams& p) {
+  ScopedOp prof(*prof_, "rope");
   KEEL_CHECK(x.shape.rank == 3, "rope: x must be [n, n_heads, head_dim], is {}", x.shape.to_string());
   const int64_t n = x.shape[0], head_dim = x.shape[2];
   KEEL_CHECK(static_cast<int64_t>(positions.size()) == n, "rope: {} positions for {} tokens", positions.size(), n);
@@ -94,6 +108,7 @@ void CudaBackend::rope(Tensor& x, std::span<const int32_t> positions, const Rope
 
 void CudaBackend::write_kv(const Tensor& k, const Tensor& v, std::span<const int32_t> slots, Tensor& k_cache,
                            Tensor& v_cache) {
+  ScopedOp prof(*prof_, "write_kv");
   const auto n = static_cast<int64_t>(slots.size());
   check_same(k, v, "write_kv");
   KEEL_CHECK(n > 0 && k.numel() % n == 0, "write_kv: k {} for {} slots", k.shape.to_string(), n);
@@ -119,6 +134,7 @@ float* CudaBackend::attention_partials(size_t n_floats) {
 
 void CudaBackend::attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const AttentionParams& p,
                             Tensor& out) {
+  ScopedOp prof(*prof_, "attention");
   KEEL_CHECK(q.shape.rank == 3 && out.shape == q.shape && out.dtype == q.dtype,
              "attention: q {} out {} must be [n, n_heads, head_dim]", q.shape.to_string(), out.shape.to_string());
   KEEL_CHECK(k_cache.shape.rank == 3 && k_cache.shape == v_cache.shape && k_cache.dtype == q.dtype &&
@@ -164,18 +180,21 @@ void CudaBackend::attention(const Tensor& q, const Tensor& k_cache, const Tensor
 }
 
 void CudaBackend::silu_mul(const Tensor& gate, const Tensor& up, Tensor& out) {
+  ScopedOp prof(*prof_, "silu_mul");
   check_same(gate, up, "silu_mul");
   check_same(gate, out, "silu_mul");
   launch_silu_mul(gate.data, up.data, out.data, gate.numel(), act_type(gate, "silu_mul"), stream_);
 }
 
 void CudaBackend::add(const Tensor& a, const Tensor& b, Tensor& out) {
+  ScopedOp prof(*prof_, "add");
   check_same(a, b, "add");
   check_same(a, out, "add");
   launch_add(a.data, b.data, out.data, a.numel(), act_type(a, "add"), stream_);
 }
 
 void CudaBackend::gather_rows(const Tensor& x, std::span<const int32_t> rows, Tensor& out) {
+  ScopedOp prof(*prof_, "gather_rows");
   const int64_t d = x.row_len();
   KEEL_CHECK(out.dtype == x.dtype && out.numel() == static_cast<int64_t>(rows.size()) * d,
              "gather_rows: out {} for {} rows of {}", out.shape.to_string(), rows.size(), d);

@@ -11,6 +11,7 @@
 #include "backend/backend.h"
 #include "backend/cuda/device_memory.h"
 #include "backend/cuda/kernels.cuh"
+#include "backend/cuda/op_profile.h"
 
 namespace keel::backend::cuda {
 
@@ -55,6 +56,7 @@ class CudaBackend final : public Backend {
   std::shared_ptr<DevicePool> pool_;
   std::shared_ptr<void> cublas_workspace_;
   std::unique_ptr<HostStaging> staging_;
+  std::unique_ptr<OpProfile> prof_;
   std::shared_ptr<void> partials_;  // split-KV scratch, grown on demand
   size_t partials_floats_ = 0;
 };

@@ -10,12 +10,13 @@ namespace {
 constexpr size_t kAlign = 256;
 
 size_t round_size(size_t n) {
-  if (n <= (1u << 20)) {  // small: powers of two, so scratch that grows reuses blocks
+  constexpr size_t kSmall = size_t{1} << 20, kGranule = size_t{2} << 20;
+  if (n <= kSmall) {  // small: powers of two, so scratch that grows reuses blocks
     size_t r = kAlign;
     while (r < n) r <<= 1;
     return r;
   }
-  return (n + (2u << 20) - 1) & ~((2u << 20) - 1);  // large: 2 MiB granularity
+  return (n + kGranule - 1) & ~(kGranule - 1);  // large: 2 MiB granularity (size_t: blocks pass 4 GiB)
 }
 
 }  // namespace
