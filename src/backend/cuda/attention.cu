@@ -17,7 +17,7 @@ constexpr int kWarps = 4;
 constexpr int kRowsPerWarp = kAttnRowsPerBlock / kWarps;
 
 size_t smem_bytes(int hd) {
-  return sizeof(float) * (static_cast<size_t>(kAttnRowsPerBlock) * hd + kTileKeys * (hd + 1) + kTileKeys * hd);
+  return sizeof(float) * (static_cast<size_t>(kAttnRowsPerBlock) * hd + 2 * kTileKeys * (hd + 1));
 }
 
 __device__ __forceinline__ float warp_max(float v) {
@@ -60,7 +60,9 @@ __device__ __forceinline__ void to_floats(const uint4& raw, float* out, __nv_bfl
 }
 
 // K/V rows [tile, tile + 32) of the sequence for one kv head into shared memory as f32 (zeros past
-// key_end). 16-byte loads when a head row is a whole number of them (head_dim % (16 / sizeof(T)) == 0).
+// key_end), both with rows padded to hd + 1 floats. 16-byte loads when a head row is a whole number of
+// them (head_dim % (16 / sizeof(T)) == 0), consecutive threads along a row (coalesced; a key-major
+// mapping avoided the store bank conflicts but measured slower).
 template <typename T>
 __device__ void load_kv_tile(const AttnLaunch& p, const AttnSeqDev& sq, int kv_head, int tile, int key_end,
                              float* k_s, float* v_s) {
@@ -84,7 +86,7 @@ __device__ void load_kv_tile(const AttnLaunch& p, const AttnSeqDev& sq, int kv_h
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
         k_s[j * (hd + 1) + d0 + e] = kf[e];
-        v_s[j * hd + d0 + e] = vf[e];
+        v_s[j * (hd + 1) + d0 + e] = vf[e];
       }
     }
     return;
@@ -98,7 +100,7 @@ __device__ void load_kv_tile(const AttnLaunch& p, const AttnSeqDev& sq, int kv_h
       vv = load_f(vc, off);
     }
     k_s[j * (hd + 1) + d] = kv;
-    v_s[j * hd + d] = vv;
+    v_s[j * (hd + 1) + d] = vv;
   }
 }
 
@@ -165,7 +167,7 @@ __global__ void __launch_bounds__(kWarps * 32) attention_kernel(AttnLaunch p) {
 #pragma unroll
       for (int c = 0; c < kDPerLane; ++c) {
         const int d = lane + 32 * c;
-        vj[c] = d < hd ? v_s[j * hd + d] : 0.0f;
+        vj[c] = d < hd ? v_s[j * (hd + 1) + d] : 0.0f;
       }
 #pragma unroll
       for (int i = 0; i < kRowsPerWarp; ++i) {

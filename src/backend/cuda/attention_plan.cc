@@ -4,8 +4,9 @@
 
 namespace keel::backend::cuda {
 
-AttentionPlan plan_attention(const AttentionParams& p, int n_heads, int n_kv, int n_sm) {
-  AttentionPlan plan;
+void plan_attention(const AttentionParams& p, int n_heads, int n_kv, int n_sm, AttentionPlan& plan) {
+  plan.items.clear();
+  plan.n_splits = 1;
   const int group = n_heads / n_kv;
   const int heads_per_item = std::min(group, kAttnRowsPerBlock);
   const int tokens_per_item = std::max(1, kAttnRowsPerBlock / heads_per_item);
@@ -23,7 +24,7 @@ AttentionPlan plan_attention(const AttentionParams& p, int n_heads, int n_kv, in
     }
   }
   // Split the keys when the items alone leave SMs idle and the contexts are long enough to share.
-  constexpr int kMinSplitKeys = 256;
+  constexpr int kMinSplitKeys = 64;  // two tiles: a split shorter than that is mostly set-up
   const int64_t want_blocks = 2 * static_cast<int64_t>(n_sm);
   const auto n_items = static_cast<int64_t>(plan.items.size());
   if (n_items > 0 && n_items < want_blocks && max_keys > kMinSplitKeys) {
@@ -34,7 +35,6 @@ AttentionPlan plan_attention(const AttentionParams& p, int n_heads, int n_kv, in
   const int per_split = (max_keys + plan.n_splits - 1) / plan.n_splits;
   plan.split_len = std::max(32, (per_split + 31) / 32 * 32);
   plan.n_splits = std::max(1, (max_keys + plan.split_len - 1) / plan.split_len);
-  return plan;
 }
 
 }  // namespace keel::backend::cuda

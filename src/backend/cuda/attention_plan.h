@@ -17,6 +17,8 @@ struct AttentionPlan {
   int split_len = 0;  // keys per split, a multiple of 32
 };
 
-AttentionPlan plan_attention(const AttentionParams& p, int n_heads, int n_kv, int n_sm);
+// Fills `plan` (reusing its storage, so a plan repeated for every layer keeps its address and the
+// staging memo copies it to the device once per step).
+void plan_attention(const AttentionParams& p, int n_heads, int n_kv, int n_sm, AttentionPlan& plan);
 
 }  // namespace keel::backend::cuda

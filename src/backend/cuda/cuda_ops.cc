@@ -154,9 +154,11 @@ void CudaBackend::attention(const Tensor& q, const Tensor& k_cache, const Tensor
     check_indices(sq.ctx_slots, k_cache.shape[0], "attention", "slot");
     ctx_bytes += sq.ctx_slots.size_bytes();
   }
-  AttentionPlan plan = plan_attention(p, static_cast<int>(n_heads), static_cast<int>(n_kv), n_sm_);
+  plan_attention(p, static_cast<int>(n_heads), static_cast<int>(n_kv), n_sm_, plan_);
+  const AttentionPlan& plan = plan_;
   if (plan.items.empty()) return;
-  std::vector<AttnSeqDev> seqs(p.seqs.size());
+  std::vector<AttnSeqDev>& seqs = plan_seqs_;
+  seqs.resize(p.seqs.size());
   staging_->begin_op(ctx_bytes + seqs.size() * sizeof(AttnSeqDev) + plan.items.size() * sizeof(AttnItem),
                      p.seqs.size() + 2);
   for (size_t s = 0; s < p.seqs.size(); ++s) {

@@ -7,8 +7,10 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backend/backend.h"
+#include "backend/cuda/attention_plan.h"
 #include "backend/cuda/device_memory.h"
 #include "backend/cuda/kernels.cuh"
 #include "backend/cuda/op_profile.h"
@@ -57,6 +59,8 @@ class CudaBackend final : public Backend {
   std::shared_ptr<void> cublas_workspace_;
   std::unique_ptr<HostStaging> staging_;
   std::unique_ptr<OpProfile> prof_;
+  AttentionPlan plan_;                 // reused across calls (stable addresses for the staging memo)
+  std::vector<AttnSeqDev> plan_seqs_;  // [n_seqs]
   std::shared_ptr<void> partials_;  // split-KV scratch, grown on demand
   size_t partials_floats_ = 0;
 };

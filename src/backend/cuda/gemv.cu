@@ -1,6 +1,6 @@
 // Skinny matmul for decode (n <= 8 tokens): out[n, m] = x[n, k] . w[m, k]^T (+ bias), bf16 operands,
 // f32 accumulation. Memory bound on the weights, so one warp streams one weight row with 16-byte loads
-// (4 in flight per lane) and reuses it for every token; x is tiny and stays in L1/L2. cuBLAS picks
+// (8 in flight per lane) and reuses it for every token; x is tiny and stays in L1/L2. cuBLAS picks
 // kernels for n = 1 that read the weights at about half the bandwidth, hence this path.
 #include "backend/cuda/dtype_util.cuh"
 #include "backend/cuda/launch_check.h"
@@ -33,7 +33,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   float acc[kMaxN];
 #pragma unroll
   for (int t = 0; t < kMaxN; ++t) acc[t] = 0.0f;
-  constexpr int kUnroll = 4;
+  constexpr int kUnroll = 8;
   int64_t i = lane;
   for (; i + 32 * (kUnroll - 1) < k8; i += 32 * kUnroll) {
     uint4 wv[kUnroll];
