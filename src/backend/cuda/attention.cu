@@ -60,42 +60,62 @@ __device__ __forceinline__ void to_floats(const uint4& raw, float* out, __nv_bfl
 }
 
 // K/V rows [tile, tile + 32) of the sequence for one kv head into shared memory as f32 (zeros past
-// key_end), both with rows padded to hd + 1 floats. 16-byte loads when a head row is a whole number of
-// them (head_dim % (16 / sizeof(T)) == 0), consecutive threads along a row (coalesced; a key-major
-// mapping avoided the store bank conflicts but measured slower).
+// key_end), rows padded to hd + 1 floats. The tile's slot ids are read once into slot_s; then each
+// thread issues all its (up to 4) 16-byte K and V loads before storing any, so a tile costs about two
+// memory latencies instead of one chain per element. 16-byte loads need head_dim % (16 / sizeof(T)) == 0;
+// consecutive threads walk along a row (coalesced). Called by all threads between two barriers.
 template <typename T>
 __device__ void load_kv_tile(const AttnLaunch& p, const AttnSeqDev& sq, int kv_head, int tile, int key_end,
-                             float* k_s, float* v_s) {
+                             int* slot_s, float* k_s, float* v_s) {
   constexpr int kVec = 16 / sizeof(T);
+  constexpr int kBatch = 4;
   const int hd = p.head_dim;
   const T* kc = static_cast<const T*>(p.k_cache);
   const T* vc = static_cast<const T*>(p.v_cache);
+  if (threadIdx.x < kTileKeys) {
+    const int key = tile + threadIdx.x;
+    slot_s[threadIdx.x] = key < key_end ? sq.ctx[key] : -1;
+  }
+  __syncthreads();
   if (hd % kVec == 0) {
-    const int vec_per_row = hd / kVec;
-    for (int idx = threadIdx.x; idx < kTileKeys * vec_per_row; idx += blockDim.x) {
-      const int j = idx / vec_per_row, d0 = (idx - j * vec_per_row) * kVec, key = tile + j;
-      float kf[kVec], vf[kVec];
-      if (key < key_end) {
-        const int64_t off = (static_cast<int64_t>(sq.ctx[key]) * p.n_kv + kv_head) * hd + d0;
-        to_floats(*reinterpret_cast<const uint4*>(kc + off), kf, T{});
-        to_floats(*reinterpret_cast<const uint4*>(vc + off), vf, T{});
-      } else {
+    const int vec_per_row = hd / kVec, total = kTileKeys * vec_per_row;
+    for (int base = threadIdx.x; base < total; base += kBatch * blockDim.x) {
+      uint4 kr[kBatch], vr[kBatch];
 #pragma unroll
-        for (int e = 0; e < kVec; ++e) kf[e] = vf[e] = 0.0f;
+      for (int u = 0; u < kBatch; ++u) {
+        const int idx = base + u * blockDim.x;
+        kr[u] = vr[u] = make_uint4(0, 0, 0, 0);
+        if (idx < total) {
+          const int j = idx / vec_per_row, slot = slot_s[j];
+          if (slot >= 0) {
+            const int64_t off = (static_cast<int64_t>(slot) * p.n_kv + kv_head) * hd + (idx - j * vec_per_row) * kVec;
+            kr[u] = *reinterpret_cast<const uint4*>(kc + off);
+            vr[u] = *reinterpret_cast<const uint4*>(vc + off);
+          }
+        }
       }
 #pragma unroll
-      for (int e = 0; e < kVec; ++e) {
-        k_s[j * (hd + 1) + d0 + e] = kf[e];
-        v_s[j * (hd + 1) + d0 + e] = vf[e];
+      for (int u = 0; u < kBatch; ++u) {
+        const int idx = base + u * blockDim.x;
+        if (idx >= total) break;
+        const int j = idx / vec_per_row, d0 = (idx - j * vec_per_row) * kVec;
+        float kf[kVec], vf[kVec];
+        to_floats(kr[u], kf, T{});
+        to_floats(vr[u], vf, T{});
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) {
+          k_s[j * (hd + 1) + d0 + e] = kf[e];
+          v_s[j * (hd + 1) + d0 + e] = vf[e];
+        }
       }
     }
     return;
   }
   for (int idx = threadIdx.x; idx < kTileKeys * hd; idx += blockDim.x) {
-    const int j = idx / hd, d = idx % hd, key = tile + j;
+    const int j = idx / hd, d = idx % hd, slot = slot_s[j];
     float kv = 0.0f, vv = 0.0f;
-    if (key < key_end) {
-      const int64_t off = (static_cast<int64_t>(sq.ctx[key]) * p.n_kv + kv_head) * hd + d;
+    if (slot >= 0) {
+      const int64_t off = (static_cast<int64_t>(slot) * p.n_kv + kv_head) * hd + d;
       kv = load_f(kc, off);
       vv = load_f(vc, off);
     }
@@ -107,6 +127,7 @@ __device__ void load_kv_tile(const AttnLaunch& p, const AttnSeqDev& sq, int kv_h
 template <typename T, int kDPerLane>
 __global__ void __launch_bounds__(kWarps * 32) attention_kernel(AttnLaunch p) {
   extern __shared__ float smem[];
+  __shared__ int slot_s[kTileKeys];
   const int hd = p.head_dim;
   float* q_s = smem;
   float* k_s = q_s + kAttnRowsPerBlock * hd;
@@ -135,7 +156,7 @@ __global__ void __launch_bounds__(kWarps * 32) attention_kernel(AttnLaunch p) {
   }
   for (int tile = key_begin; tile < key_end; tile += kTileKeys) {
     __syncthreads();
-    load_kv_tile<T>(p, sq, it.kv_head, tile, key_end, k_s, v_s);
+    load_kv_tile<T>(p, sq, it.kv_head, tile, key_end, slot_s, k_s, v_s);
     __syncthreads();
     float s[kRowsPerWarp];
 #pragma unroll
