@@ -1,0 +1,77 @@
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "router/sse_reader.h"
+#include "router/stream_resume.h"
+
+namespace keel::router {
+namespace {
+
+TEST(SseReader, SplitsEventsAcrossArbitraryPieces) {
+  const std::string wire = "data: {\"a\":1}\n\nevent: keel_tokens\ndata: {\"token_ids\":[3]}\n\n:\n\ndata: [DONE]\r\n\r\n";
+  for (size_t piece = 1; piece <= wire.size(); ++piece) {
+    SseReader r;
+    std::vector<SseEvent> got;
+    std::vector<std::string> raws;
+    for (size_t at = 0; at < wire.size(); at += piece) {
+      r.feed(std::string_view(wire).substr(at, piece), [&](const SseEvent& e) {
+        got.push_back(e);
+        raws.emplace_back(e.raw);
+      });
+    }
+    ASSERT_EQ(got.size(), 4u) << piece;
+    EXPECT_EQ(got[0].data, "{\"a\":1}");
+    EXPECT_EQ(got[1].event, "keel_tokens");
+    EXPECT_TRUE(got[2].comment_only);
+    EXPECT_EQ(got[3].data, "[DONE]");
+    std::string joined;
+    for (const auto& s : raws) joined += s;
+    EXPECT_EQ(joined, wire);  // raw bytes forwarded unchanged
+    EXPECT_EQ(r.n_buffered(), 0u);
+  }
+}
+
+TEST(SseReader, RefusesAnOversizedPartialEvent) {
+  SseReader r;
+  EXPECT_FALSE(r.feed(std::string(100, 'x'), [](const SseEvent&) {}, 50));
+}
+
+TEST(ResumeState, CommitsTokensOnlyWithTheirChunkAndBuildsTheContinuation) {
+  ResumeState s;
+  ASSERT_TRUE(s.on_token_event(R"({"index":0,"token_ids":[11,12]})"));
+  s.on_chunk_forwarded();
+  ASSERT_TRUE(s.on_token_event(R"({"index":0,"token_ids":[13]})"));  // its chunk never arrived
+  EXPECT_EQ(s.tokens(), (std::vector<int32_t>{11, 12}));
+  auto body = s.resume_body(nlohmann::json{{"model", "m"}, {"max_tokens", 10}, {"seed", 5}});
+  ASSERT_TRUE(body);
+  auto j = nlohmann::json::parse(*body);
+  EXPECT_EQ(j["max_tokens"], 8);
+  EXPECT_EQ(j["seed"], 5);
+  EXPECT_EQ(j["keel_resume_token_ids"], (std::vector<int32_t>{11, 12}));
+  EXPECT_FALSE(s.resume_body(nlohmann::json{{"max_tokens", 2}}));  // nothing left to generate
+  EXPECT_FALSE(s.resume_body(nlohmann::json{{"n", 2}}));
+}
+
+TEST(ResumeState, ResumedChunksLookLikeTheFirstStream) {
+  ResumeState s;
+  ASSERT_TRUE(s.rewrite_chunk(R"({"id":"first","created":7,"choices":[{"delta":{"role":"assistant"}}]})"));
+  s.on_token_event(R"({"index":0,"token_ids":[1,2,3]})");
+  s.on_chunk_forwarded();
+  s.begin_resume();
+  EXPECT_FALSE(s.rewrite_chunk(
+      R"({"id":"second","created":9,"choices":[{"delta":{"role":"assistant","content":""},"finish_reason":null}]})"));
+  auto c = s.rewrite_chunk(R"({"id":"second","created":9,"choices":[{"delta":{"content":"x"}}]})");
+  ASSERT_TRUE(c);
+  auto j = nlohmann::json::parse(*c);
+  EXPECT_EQ(j["id"], "first");
+  EXPECT_EQ(j["created"], 7);
+  auto u = nlohmann::json::parse(*s.rewrite_chunk(
+      R"({"id":"second","choices":[],"usage":{"prompt_tokens":13,"completion_tokens":4,"total_tokens":17}})"));
+  EXPECT_EQ(u["usage"]["prompt_tokens"], 10);
+  EXPECT_EQ(u["usage"]["completion_tokens"], 7);
+}
+
+}  // namespace
+}  // namespace keel::router
