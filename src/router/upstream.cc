@@ -5,6 +5,7 @@
 #include "router/upstream.h"
 
 #include <atomic>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -161,7 +162,7 @@ class Call final : public UpstreamCall, public std::enable_shared_from_this<Call
   void read_head() {
     parser_.emplace();
     parser_->header_limit(64 << 10);
-    parser_->body_limit(boost::none);
+    parser_->body_limit(std::numeric_limits<std::uint64_t>::max());  // not boost::none: 1.74 compares it wrongly
     bhttp::async_read_header(*stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
       if (self->done_) return;
       if (ec) return self->early_failure(ec);
