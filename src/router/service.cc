@@ -130,7 +130,12 @@ void RouterService::health_round() {
                         return;
                       }
                       if (!r->healthy.exchange(true)) KEEL_LOG_INFO("replica {} is healthy again", r->url);
-                      if (r->breaker.state(now_ms) != BreakerState::kOpen) r->breaker.record_success();
+                      // Only a half-open breaker takes the health check as its probe: while closed, a
+                      // passing /health must not wipe the passive failure count of a replica that
+                      // answers its requests with errors.
+                      if (r->breaker.state(now_ms) == BreakerState::kHalfOpen && r->breaker.allow(now_ms)) {
+                        r->breaker.record_success();
+                      }
                       poll_load(r);
                     }});
   }
