@@ -97,11 +97,7 @@ ProxyRequest::ProxyRequest(RouterService& svc, ProxyKind kind, HttpRequest&& req
 void ProxyRequest::run() {
   request_id_ = sanitize_request_id(req_.header("X-Request-Id"));
   if (request_id_.empty()) request_id_ = fmt::format("rt-{:016x}", random_u64());
-  std::lock_guard lock(mu_);
-  if (svc_.stopping()) return fail_before_start(503, "the router is shutting down");
-  if (!admit() || !parse_body()) return;
-  compute_keys();
-  svc_.retry_budget().on_request();
+  // Registered before taking mu_: if the client is already gone the callback runs right here.
   ex_->on_disconnect([weak = weak_from_this()] {
     auto self = weak.lock();
     if (!self) return;
@@ -112,6 +108,12 @@ void ProxyRequest::run() {
     self->release_replica(true);
     self->log_access(499);
   });
+  std::lock_guard lock(mu_);
+  if (finished_) return;
+  if (svc_.stopping()) return fail_before_start(503, "the router is shutting down");
+  if (!admit() || !parse_body()) return;
+  compute_keys();
+  svc_.retry_budget().on_request();
   attempt(false);
 }
 
@@ -334,7 +336,7 @@ void ProxyRequest::on_event(const SseEvent& ev) {
   }
   auto out = resume_.rewrite_chunk(ev.data);
   if (!out) return;
-  resume_.on_chunk_forwarded();
+  resume_.on_chunk_forwarded(ev.data);
   if (resume_.n_resumes() == 0) {
     ex_->push(std::string(ev.raw));
   } else {
@@ -370,7 +372,8 @@ void ProxyRequest::on_done(uint64_t n, UpstreamFailure failure, const std::strin
                               : fmt::format("replica {} failed ({}): {}", replica_->url,
                                             upstream_failure_name(failure), message);
   if (client_started_) {
-    if (saw_done_) {
+    if (saw_done_ || resume_.finished()) {  // every token is out: only the end marker was lost
+      if (!saw_done_) ex_->push(std::string(server::http::sse_done()));
       finished_ = true;
       ex_->end_stream();
       return log_access(status_);

@@ -11,6 +11,7 @@ bool ResumeState::on_token_event(std::string_view data) {
     bad_ = true;
     return false;
   }
+  saw_token_event_ = true;
   for (const json& t : j["token_ids"]) {
     if (!t.is_number_integer()) {
       bad_ = true;
@@ -21,9 +22,28 @@ bool ResumeState::on_token_event(std::string_view data) {
   return true;
 }
 
-void ResumeState::on_chunk_forwarded() {
+namespace {
+
+// `"finish_reason": "<anything>"` (not null) somewhere in a chunk, without parsing it.
+bool has_finish_reason(std::string_view data) {
+  constexpr std::string_view kKey = "\"finish_reason\"";
+  size_t at = data.find(kKey);
+  while (at != std::string_view::npos) {
+    size_t i = at + kKey.size();
+    while (i < data.size() && (data[i] == ' ' || data[i] == ':')) ++i;
+    if (i < data.size() && data[i] == '"') return true;
+    at = data.find(kKey, i);
+  }
+  return false;
+}
+
+}  // namespace
+
+void ResumeState::on_chunk_forwarded(std::string_view data) {
   committed_.insert(committed_.end(), pending_.begin(), pending_.end());
   pending_.clear();
+  ++n_forwarded_;
+  if (has_finish_reason(data)) finished_ = true;
 }
 
 std::optional<std::string> ResumeState::rewrite_chunk(std::string_view data) {
@@ -57,7 +77,8 @@ std::optional<std::string> ResumeState::rewrite_chunk(std::string_view data) {
 }
 
 std::optional<std::string> ResumeState::resume_body(const json& original) const {
-  if (bad_ || !original.is_object()) return std::nullopt;
+  // Content went out that no token event named (not a keel replica): nothing to resume from.
+  if (bad_ || !original.is_object() || (!saw_token_event_ && n_forwarded_ > 1)) return std::nullopt;
   if (original.contains("n") && original["n"].is_number_integer() && original["n"].get<int64_t>() != 1) {
     return std::nullopt;
   }

@@ -21,8 +21,8 @@ class ResumeState {
  public:
   // A keel_tokens event's data ({"index": 0, "token_ids": [...]}); false if malformed.
   bool on_token_event(std::string_view data);
-  // A data chunk about to be forwarded: commits pending tokens if it carries content.
-  void on_chunk_forwarded();
+  // A data chunk about to be forwarded: commits the pending tokens (they are its tokens).
+  void on_chunk_forwarded(std::string_view data);
   // The chunk to forward instead of `data` (nullopt: drop it). Identity until a resume happened.
   std::optional<std::string> rewrite_chunk(std::string_view data);
 
@@ -31,6 +31,8 @@ class ResumeState {
   // Marks the start of a resumed attempt (after resume_body was sent).
   void begin_resume();
 
+  // A chunk with a finish_reason was forwarded: the sample is complete.
+  bool finished() const { return finished_; }
   const std::vector<int32_t>& tokens() const { return committed_; }
   int32_t n_resumes() const { return n_resumes_; }
 
@@ -42,6 +44,9 @@ class ResumeState {
   std::string first_id_;
   std::optional<int64_t> first_created_;
   bool bad_ = false;  // a token event was malformed: resumption is off for this stream
+  bool saw_token_event_ = false;
+  int64_t n_forwarded_ = 0;  // data chunks forwarded
+  bool finished_ = false;
 };
 
 }  // namespace keel::router

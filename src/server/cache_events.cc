@@ -15,7 +15,7 @@ namespace {
 
 std::string event_json(const cache::CacheEvent& e) {
   return json{{"seq", e.seq},
-              {"kind", cache::cache_event_kind_name(e.kind)},
+              {"kind", e.kind == cache::CacheEventKind::kStored ? "stored" : "removed"},  // no link to keel_cache
               {"parent_hash", e.parent_hash},
               {"hash", e.hash},
               {"prefix_len", e.prefix_len},
