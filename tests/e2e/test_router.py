@@ -141,24 +141,39 @@ def router(keel_bin, model_path, replicas):
     stop(proc)
 
 
-def test_routing_follows_prefixes_and_replicas_confirm_cache_hits(router, replicas):
-    base, _ = router
+def check_prefix_routing(base: str, systems: list[str]) -> None:
     c = client_for(base)
     first = {}
-    for i, system in enumerate(SYSTEMS):
+    for i, system in enumerate(systems):
         first[i], _ = chat(c, system, "Hello?")
     for round_ in range(2):
-        for i, system in enumerate(SYSTEMS):
+        for i, system in enumerate(systems):
             replica, resp = chat(c, system, f"Question {round_} for prefix {i}?")
             assert replica == first[i], f"prefix {i} moved from {first[i]} to {replica}"
             # The replica's own accounting: the shared system prompt was served from its cache.
             assert resp.usage.prompt_tokens_details.cached_tokens >= 80
     assert len(set(first.values())) >= 2, f"three prefixes all went to one replica: {first}"
+
+
+def test_routing_follows_prefixes_and_replicas_confirm_cache_hits(router, replicas):
+    base, _ = router
+    check_prefix_routing(base, SYSTEMS)
     _, _, metrics = http("GET", base + "/metrics")
     assert 'keel_router_decisions_total{policy="cache_aware",decision="cache_hit"} 6' in metrics
     status, body = admin("GET", base, "/admin/replicas")
     assert status == 200
     assert all(r["cache_source"] == "exact" for r in body["replicas"])
+
+
+def test_approximate_index_without_a_tokenizer_also_follows_prefixes(keel_bin, replicas):
+    """No --model: character keys and the tree of what the router sent where (no exact feed)."""
+    base, proc = start_router(keel_bin, replicas[0])
+    try:
+        check_prefix_routing(base, [s.replace("assistant", "helper") for s in SYSTEMS])
+        _, body = admin("GET", base, "/admin/replicas")
+        assert {r["cache_source"] for r in body["replicas"]} == {"approximate"}
+    finally:
+        stop(proc)
 
 
 def test_streaming_passes_through_and_matches_non_streaming(router):
