@@ -67,11 +67,36 @@ void PrefixIndex::evict_approx(PerReplica& p) {
   std::erase_if(p.approx, [cutoff](const auto& kv) { return kv.second <= cutoff; });
 }
 
+void PrefixIndex::add_in_flight(ReplicaId r, KeysPtr keys) {
+  if (!keys || keys->empty()) return;
+  std::unique_lock lock(mu_);
+  entry(r).in_flight.push_back(std::move(keys));
+}
+
+void PrefixIndex::remove_in_flight(ReplicaId r, const KeysPtr& keys) {
+  if (!keys || keys->empty()) return;
+  std::unique_lock lock(mu_);
+  auto it = replicas_.find(r);
+  if (it == replicas_.end()) return;
+  auto& v = it->second.in_flight;
+  if (auto pos = std::find(v.begin(), v.end(), keys); pos != v.end()) {
+    *pos = std::move(v.back());
+    v.pop_back();
+  }
+}
+
 int64_t PrefixIndex::match(ReplicaId r, std::span<const uint64_t> hashes) const {
   std::shared_lock lock(mu_);
   auto it = replicas_.find(r);
   if (it == replicas_.end() || hashes.empty()) return 0;
   const PerReplica& p = it->second;
+  size_t best_in_flight = 0;
+  for (const KeysPtr& k : p.in_flight) {
+    size_t n = std::min(k->size(), hashes.size());
+    size_t i = 0;
+    while (i < n && (*k)[i] == hashes[i]) ++i;  // chained hashes: equal at i means equal up to i
+    best_in_flight = std::max(best_in_flight, i);
+  }
   auto holds = [&](size_t i) { return p.exact_live ? p.exact.contains(hashes[i]) : p.approx.contains(hashes[i]); };
   // Prefix-closed sets: find the first index not held by binary search.
   size_t lo = 0, hi = hashes.size();
@@ -83,7 +108,7 @@ int64_t PrefixIndex::match(ReplicaId r, std::span<const uint64_t> hashes) const 
       hi = mid;
     }
   }
-  return static_cast<int64_t>(lo);
+  return static_cast<int64_t>(std::max(lo, best_in_flight));
 }
 
 bool PrefixIndex::exact_live(ReplicaId r) const {

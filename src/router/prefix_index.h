@@ -14,6 +14,7 @@
 #include <span>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 namespace keel::router {
 
@@ -34,7 +35,15 @@ class PrefixIndex {
   // Approximate source: the router sent a prompt with these prefix hashes to r.
   void record_routed(ReplicaId r, std::span<const uint64_t> hashes);
 
-  // How many leading entries of `hashes` replica r holds (exact set if live, else approximate).
+  // In flight: a prompt the router has sent to r and not yet seen finish. Its prefix is being
+  // computed there, so it counts as held even before the exact feed reports it (the feed only
+  // knows a prefix once its prefill is done; without this, a burst of one new prefix scatters).
+  using KeysPtr = std::shared_ptr<const std::vector<uint64_t>>;
+  void add_in_flight(ReplicaId r, KeysPtr keys);
+  void remove_in_flight(ReplicaId r, const KeysPtr& keys);
+
+  // How many leading entries of `hashes` replica r holds: the longer of its set (exact if live,
+  // else approximate) and its in-flight prompts.
   int64_t match(ReplicaId r, std::span<const uint64_t> hashes) const;
   bool exact_live(ReplicaId r) const;
   int64_t n_exact(ReplicaId r) const;
@@ -47,6 +56,7 @@ class PrefixIndex {
     std::unordered_set<uint64_t> exact;
     std::unordered_map<uint64_t, uint64_t> approx;  // hash -> tick last routed
     uint64_t tick = 0;
+    std::vector<KeysPtr> in_flight;
   };
   PerReplica& entry(ReplicaId r);  // under the unique lock
   void evict_approx(PerReplica& p);

@@ -175,16 +175,17 @@ void ProxyRequest::compute_keys() {
     for (const json& t : body_["prompt"]) {
       if (t.is_number_integer()) ids.push_back(t.get<int32_t>());
     }
-    keys_ = token_prefix_hashes(ids);
+    keys_ = std::make_shared<const std::vector<uint64_t>>(token_prefix_hashes(ids));
     return;
   }
   if (const auto& tok = svc_.tokenizer()) {
     if (auto ids = tok(req_.path, body_text_)) {
-      keys_ = token_prefix_hashes(*ids);
+      keys_ = std::make_shared<const std::vector<uint64_t>>(token_prefix_hashes(*ids));
       return;
     }
   }
-  keys_ = char_prefix_hashes(prompt_text(kind_, body_), svc_.config().char_block_bytes);
+  keys_ = std::make_shared<const std::vector<uint64_t>>(
+      char_prefix_hashes(prompt_text(kind_, body_), svc_.config().char_block_bytes));
 }
 
 ReplicaPtr ProxyRequest::choose() {
@@ -207,7 +208,7 @@ ReplicaPtr ProxyRequest::choose() {
     }
   }
   if (cands.empty()) return nullptr;
-  const bool prefix = svc_.policy().uses_prefix() && !keys_.empty();
+  const bool prefix = svc_.policy().uses_prefix() && !keys_->empty();
   std::vector<CandidateView> views;
   views.reserve(cands.size());
   for (const ReplicaPtr* r : cands) {
@@ -215,19 +216,20 @@ ReplicaPtr ProxyRequest::choose() {
     const bool exact = svc_.index().exact_live(rep.id);
     views.push_back(CandidateView{
         .load = rep.load(),
-        .match = prefix ? svc_.index().match(rep.id, keys_) : 0,
+        .match = prefix ? svc_.index().match(rep.id, *keys_) : 0,
         .free_cache = rep.free_cache(exact ? svc_.index().n_exact(rep.id) : svc_.index().n_approx(rep.id)),
         .remote = !region_.empty() && !rep.labels.region.empty() && rep.labels.region != region_});
   }
-  Pick pick = svc_.policy().pick(RouteRequest{.n_keys = static_cast<int64_t>(keys_.size()), .random = random_u64()}, views);
+  Pick pick = svc_.policy().pick(RouteRequest{.n_keys = static_cast<int64_t>(keys_->size()), .random = random_u64()}, views);
   if (pick.index < 0) return nullptr;
   ReplicaPtr chosen = *cands[static_cast<size_t>(pick.index)];
   chosen->breaker.allow(now_ms);  // takes the half-open probe slot when probing
   svc_.count_decision(pick.decision);
   if (prefix) {
     chosen->cache_hit_keys.fetch_add(views[static_cast<size_t>(pick.index)].match, std::memory_order_relaxed);
-    chosen->prompt_keys.fetch_add(static_cast<int64_t>(keys_.size()), std::memory_order_relaxed);
-    if (!svc_.index().exact_live(chosen->id)) svc_.index().record_routed(chosen->id, keys_);
+    chosen->prompt_keys.fetch_add(static_cast<int64_t>(keys_->size()), std::memory_order_relaxed);
+    if (!svc_.index().exact_live(chosen->id)) svc_.index().record_routed(chosen->id, *keys_);
+    svc_.index().add_in_flight(chosen->id, keys_);  // removed in release_replica
   }
   svc_.decision_seconds().observe(static_cast<double>(now_us() - t0) * 1e-6);
   return chosen;
@@ -404,6 +406,7 @@ void ProxyRequest::retry_later(const std::string& why) {
 void ProxyRequest::release_replica(bool ok) {
   if (!replica_ || attempt_start_us_ == 0) return;
   replica_->in_flight.fetch_sub(1, std::memory_order_relaxed);
+  svc_.index().remove_in_flight(replica_->id, keys_);
   svc_.latency_seconds(*replica_).observe(static_cast<double>(now_us() - attempt_start_us_) * 1e-6);
   if (ok) {
     replica_->breaker.record_success();
@@ -433,7 +436,7 @@ void ProxyRequest::log_access(int status) {
   if (!svc_.config().access_log) return;
   KEEL_LOG_INFO("access id={} {} {} tenant={} replica={} status={} attempts={} resumes={} keys={} ms={:.1f}",
                 request_id_, req_.method, req_.path, tenant_.empty() ? "-" : tenant_,
-                replica_ ? replica_->url : "-", status, n_attempts_, resume_.n_resumes(), keys_.size(),
+                replica_ ? replica_->url : "-", status, n_attempts_, resume_.n_resumes(), keys_->size(),
                 static_cast<double>(now_us() - start_us_) / 1e3);
 }
 

@@ -59,7 +59,7 @@ class ProxyRequest : public std::enable_shared_from_this<ProxyRequest> {
   std::string body_text_;  // what goes to replicas (seed injected when streams can be resumed)
   bool stream_ = false;
   bool resumable_ = false;
-  std::vector<uint64_t> keys_;
+  PrefixIndex::KeysPtr keys_ = std::make_shared<const std::vector<uint64_t>>();  // prefix keys of the prompt
   std::vector<ReplicaId> tried_;
   int32_t n_attempts_ = 0;
   int32_t n_retries_ = 0;

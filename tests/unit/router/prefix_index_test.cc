@@ -69,5 +69,17 @@ TEST(PrefixIndex, ExactReplaysStoredAndRemovedSpans) {
   EXPECT_EQ(idx.match(7, token_prefix_hashes(all)), 1);
 }
 
+TEST(PrefixIndex, InFlightPromptsCountBeforeTheFeedReportsThem) {
+  PrefixIndex idx(1000);
+  idx.begin_exact(3);  // live feed, nothing cached yet
+  std::vector<int32_t> a = {1, 2, 3, 4}, b = {1, 2, 9};
+  auto keys = std::make_shared<const std::vector<uint64_t>>(token_prefix_hashes(a));
+  idx.add_in_flight(3, keys);
+  EXPECT_EQ(idx.match(3, token_prefix_hashes(b)), 2);
+  EXPECT_EQ(idx.match(3, token_prefix_hashes(a)), 4);
+  idx.remove_in_flight(3, keys);
+  EXPECT_EQ(idx.match(3, token_prefix_hashes(a)), 0);
+}
+
 }  // namespace
 }  // namespace keel::router
