@@ -31,12 +31,6 @@ struct FeedState {
   std::shared_ptr<UpstreamCall> call;
 };
 
-bool still_registered(RouterService& svc, const ReplicaPtr& r) {
-  for (const auto& x : *svc.replicas().snapshot()) {
-    if (x == r) return true;
-  }
-  return false;
-}
 
 void apply_event(FeedState& st, const SseEvent& ev) {
   if (st.broken || ev.comment_only) return;
@@ -78,7 +72,7 @@ void apply_event(FeedState& st, const SseEvent& ev) {
 }  // namespace
 
 void run_cache_feed(RouterService& svc, const ReplicaPtr& replica) {
-  if (svc.stopping() || !still_registered(svc, replica)) return;
+  if (svc.stopping() || replica->removed.load()) return;
   auto st = std::make_shared<FeedState>(FeedState{.svc = &svc, .replica = replica});
   UpstreamRequest req{.method = "GET", .target = "/v1/cache/events", .first_byte_timeout_ms = kFeedIdleTimeoutMs,
                       .idle_timeout_ms = kFeedIdleTimeoutMs};
@@ -87,9 +81,15 @@ void run_cache_feed(RouterService& svc, const ReplicaPtr& replica) {
       {.on_head = [st](int status, const HeaderList&) { st->status = status; },
        .on_data = [st](std::string_view bytes) {
          if (st->status != 200 || st->broken) return;
+         if (st->replica->removed.load()) {  // stop feeding the index of a replica that is gone
+           st->broken = true;
+           if (st->call) st->call->cancel();
+           st->svc->index().forget(st->replica->id);
+           return;
+         }
          st->reader.feed(bytes, [&](const SseEvent& ev) { apply_event(*st, ev); });
          if (st->broken && st->call) st->call->cancel();
-         if (st->broken) {
+         if (st->broken && !st->replica->removed.load()) {
            st->svc->index().end_exact(st->replica->id);
            st->svc->upstream().run_after(kResubscribeMs, [svc = st->svc, r = st->replica] { run_cache_feed(*svc, r); });
          }

@@ -266,7 +266,6 @@ void ProxyRequest::attempt(bool resuming) {
   if (kind_ != ProxyKind::kModels) up.headers.emplace_back("Content-Type", "application/json");
   if (resumable_) up.headers.emplace_back("X-Keel-Token-Ids", "1");
   if (resuming) up.headers.emplace_back("X-Keel-Resume", "1");
-  if (!tenant_.empty()) up.headers.emplace_back("X-Keel-Tenant", tenant_);
   up.body = std::move(body);
   auto weak = weak_from_this();
   UpstreamCallbacks cb{

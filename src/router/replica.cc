@@ -80,6 +80,7 @@ Result<ReplicaPtr> ReplicaSet::remove(std::string_view url) {
     }
   }
   if (!removed) return make_error(ErrorCode::kNotFound, "no replica '{}'", url);
+  removed->removed.store(true);
   list_ = std::move(next);
   return removed;
 }

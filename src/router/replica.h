@@ -46,6 +46,7 @@ class Replica {
 
   std::atomic<ReplicaState> state{ReplicaState::kActive};
   std::atomic<bool> healthy{true};  // last active health check (true until one fails)
+  std::atomic<bool> removed{false};  // taken out of the set (its cache feed stops)
   // Load: the router's own count plus what the replica reported (-1 = unknown).
   std::atomic<int64_t> in_flight{0};
   std::atomic<int64_t> queued{-1};

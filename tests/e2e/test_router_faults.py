@@ -68,7 +68,11 @@ class FakeBackend:
                     self.wfile.flush()
                 self.close_connection = True  # cut: no last chunk, no [DONE]
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            def handle_error(self, request, client_address):
+                pass  # the router hanging up on a cut or stalled answer is expected here
+
+        self.server = Server(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
