@@ -265,6 +265,18 @@ def test_tenants_are_isolated_and_rate_limited(keel_bin, replicas, tmp_path):
         stop(proc)
 
 
+def test_region_header_prefers_local_replicas(keel_bin, replicas):
+    urls = replicas[0]
+    base, proc = start_router(keel_bin, [urls[0] + "@region=eu", urls[1] + "@region=us", urls[2] + "@region=us"])
+    try:
+        c = client_for(base)
+        eu = {chat(c, f"s{i}", "q", max_tokens=1, extra_headers={"X-Keel-Region": "eu"})[0] for i in range(4)}
+        us = {chat(c, f"s{i}", "q", max_tokens=1, extra_headers={"X-Keel-Region": "us"})[0] for i in range(6)}
+        assert eu == {urls[0]} and us <= {urls[1], urls[2]}
+    finally:
+        stop(proc)
+
+
 def test_router_restart_rebuilds_the_cache_map_from_replicas(keel_bin, model_path, replicas):
     urls = replicas[0]
     base, proc = start_router(keel_bin, urls, model_path=model_path)
@@ -295,16 +307,18 @@ def test_router_restart_rebuilds_the_cache_map_from_replicas(keel_bin, model_pat
 def _stream(client, prompt, max_tokens, started=None):
     raw = client.chat.completions.with_raw_response.create(
         model="smollm2", messages=[{"role": "user", "content": prompt}], max_tokens=max_tokens, temperature=0,
-        stream=True)
+        stream=True, stream_options={"include_usage": True})
     replica = raw.headers["x-keel-replica"]
-    pieces, ids = [], set()
+    pieces, ids, usage = [], set(), None
     for i, ch in enumerate(raw.parse()):
         ids.add(ch.id)
         if ch.choices and ch.choices[0].delta.content:
             pieces.append(ch.choices[0].delta.content)
+        if ch.usage:
+            usage = (ch.usage.prompt_tokens, ch.usage.completion_tokens)
         if started is not None and i == 3:
             started(replica)
-    return replica, "".join(pieces), ids
+    return replica, "".join(pieces), ids, usage
 
 
 def test_sigkill_under_load_loses_nothing_and_resumed_streams_match(keel_bin, model_path, replicas):
@@ -316,7 +330,7 @@ def test_sigkill_under_load_loses_nothing_and_resumed_streams_match(keel_bin, mo
                ["fox", "owl", "cat", "bear", "seal", "wolf"]]
     try:
         # Uninterrupted greedy references (router and replicas healthy).
-        refs = {p: _stream(c, p, 40)[1] for p in prompts}
+        refs = {p: _stream(c, p, 40) for p in prompts}
         victim = {}
 
         def started(replica):
@@ -330,9 +344,10 @@ def test_sigkill_under_load_loses_nothing_and_resumed_streams_match(keel_bin, mo
             results = [f.result() for f in streams]
             plain_results = [f.result() for f in plain]
         assert "url" in victim
-        for p, (_, text, ids) in zip(prompts, results):
-            assert text == refs[p], f"stream for {p!r} differs from the uninterrupted run"
+        for p, (_, text, ids, usage) in zip(prompts, results):
+            assert text == refs[p][1], f"stream for {p!r} differs from the uninterrupted run"
             assert len(ids) == 1  # one completion id, even across replicas
+            assert usage == refs[p][3]  # usage counts the tokens of both replicas once
         assert all(r[1].choices[0].message.content for r in plain_results)
         _, _, metrics = http("GET", base + "/metrics")
         resumed = sum(float(line.split()[-1]) for line in metrics.splitlines()
