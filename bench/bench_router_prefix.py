@@ -8,6 +8,10 @@ client-side latency is time to first token plus one HTTP round trip.
 sglang-router is not in this comparison: it adds SGLang-only fields (continue_final_message,
 no_stop_trim, ...) to every request, which keel serve's strict OpenAI parser rejects with 400.
 
+Then a burst on one hot prefix (--burst requests, --burst-concurrency at once): the router's in-flight
+count per replica is sampled every 20 ms; reported are the worst busiest/least-busy ratio (samples
+where every replica has work), the worst difference, and the busiest replica's worst share.
+
 Usage: bench/bench_router_prefix.py [--build build] [--groups 8] [--per-group 6] [--concurrency 4]
 """
 import argparse
@@ -74,6 +78,38 @@ def workload(groups, per_group, seed=0):
     return reqs
 
 
+def in_flight(base):
+    """Router-side in-flight count per replica, from its /metrics."""
+    out = {}
+    with urllib.request.urlopen(base + "/metrics", timeout=10) as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith("keel_router_replica_in_flight{"):
+                out[line.split('"')[1]] = float(line.split()[-1])
+    return out
+
+
+def hot_burst(base, n_requests, concurrency):
+    """One hot prefix, a burst of concurrent requests: the in-flight spread across replicas, sampled."""
+    system = "You are the hot assistant. " + " ".join(f"Hot rule {k}: always answer in one word." for k in range(12))
+    reqs = [{"model": "smollm2", "max_tokens": 1, "temperature": 0,
+             "messages": [{"role": "system", "content": system}, {"role": "user", "content": f"Hot {i}?"}]}
+            for i in range(n_requests)]
+    samples = []
+    with concurrent.futures.ThreadPoolExecutor(concurrency) as pool:
+        futs = [pool.submit(post, base + "/v1/chat/completions", b) for b in reqs]
+        while not all(f.done() for f in futs):
+            counts = sorted(in_flight(base).values())
+            if sum(counts) >= len(counts):  # a burst: at least one request per replica in flight
+                samples.append(counts)
+            time.sleep(0.02)
+        for f in futs:
+            f.result()
+    worst_ratio = max((c[-1] / c[0] for c in samples if c[0] > 0), default=None)
+    worst_spread = max((c[-1] - c[0] for c in samples), default=None)
+    return {"burst_samples": len(samples), "burst_max_over_min": worst_ratio, "burst_max_minus_min": worst_spread,
+            "burst_busiest_share": max((c[-1] / sum(c) for c in samples), default=None)}
+
+
 def run_policy(keel, replicas, args, extra, reqs):
     for r in replicas:
         post(r + "/flush_cache", {})
@@ -95,15 +131,17 @@ def run_policy(keel, replicas, args, extra, reqs):
         with concurrent.futures.ThreadPoolExecutor(args.concurrency) as pool:
             lat = sorted(pool.map(one, reqs))
         wall = time.perf_counter() - t0
+        after = [(metric(r, "keel_prompt_tokens_total"), metric(r, "keel_cached_prompt_tokens_total"))
+                 for r in replicas]
+        burst = hot_burst(base, args.burst, args.burst_concurrency)
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
-    after = [(metric(r, "keel_prompt_tokens_total"), metric(r, "keel_cached_prompt_tokens_total")) for r in replicas]
     prompt = sum(a[0] - b[0] for a, b in zip(after, before))
     cached = sum(a[1] - b[1] for a, b in zip(after, before))
     return {"hit_rate": round(cached / prompt, 3), "ttft_p50_ms": round(lat[len(lat) // 2] * 1e3, 1),
             "ttft_p99_ms": round(lat[min(len(lat) - 1, len(lat) * 99 // 100)] * 1e3, 1),
-            "req_per_s": round(len(reqs) / wall, 2)}
+            "req_per_s": round(len(reqs) / wall, 2), **burst}
 
 
 def main():
@@ -112,6 +150,8 @@ def main():
     ap.add_argument("--groups", type=int, default=8)
     ap.add_argument("--per-group", type=int, default=6)
     ap.add_argument("--concurrency", type=int, default=4)
+    ap.add_argument("--burst", type=int, default=32, help="hot-prefix burst requests after the workload")
+    ap.add_argument("--burst-concurrency", type=int, default=12)
     args = ap.parse_args()
     keel = str(pathlib.Path(args.build) / "src/cli/keel")
     ports = [free_port() for _ in range(4)]
@@ -124,6 +164,8 @@ def main():
             wait_http(r + "/health")
         reqs = workload(args.groups, args.per_group)
         configs = [("cache_aware exact (--model)", ["--model", str(MODEL)]),
+                   ("cache_aware exact, --balance-abs-threshold 1", ["--model", str(MODEL),
+                                                                     "--balance-abs-threshold", "1"]),
                    ("cache_aware approximate (char keys)", []),
                    ("round_robin", ["--policy", "round_robin"]),
                    ("random", ["--policy", "random"])]
