@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -23,6 +24,12 @@
 namespace keel::router {
 
 enum class ProxyKind { kChat, kCompletion, kNative, kModels };
+
+// Shared by proxy.cc and proxy_admit.cc: fresh random bits (thread-local generator) and the
+// OpenAI-style error body/response the router answers with on its own.
+uint64_t random_u64();
+std::string error_body(std::string_view message, std::string_view type, int code);
+server::http::HttpResponse error_response(int status, std::string_view message);
 
 class ProxyRequest : public std::enable_shared_from_this<ProxyRequest> {
  public:
