@@ -6,7 +6,7 @@ set -euo pipefail
 DEB_PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config clang libclang-rt-14-dev
   nlohmann-json3-dev libfmt-dev libpcre2-dev libcli11-dev libxxhash-dev libgtest-dev
-  libboost-dev python3 python3-pip unzip
+  libboost-dev libssl-dev python3 python3-pip unzip
 )
 missing=()
 for p in "${DEB_PACKAGES[@]}"; do

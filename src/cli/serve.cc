@@ -17,6 +17,7 @@
 #include "model/model.h"
 #include "sched/threaded_engine.h"
 #include "server/api.h"
+#include "server/cache_events.h"
 #include "server/http/server.h"
 
 namespace keel::cli {
@@ -90,6 +91,10 @@ int run_serve(ServeArgs a) {
   api.set_flush_cache([&] { return (*engine)->flush_cache(); });
   server::http::Router router;
   api.add_routes(router);
+  server::CacheEventPublisher cache_events({.drain = [&](auto& out) { return (*engine)->drain_cache_events(out); },
+                                            .snapshot = [&] { return (*engine)->cache_snapshot(); }});
+  cache_events.add_routes(router);
+  cache_events.start();
   server::http::HttpServer http(a.http, std::move(router), api.hooks());
   if (Status st = http.start(); !st.ok()) return fail(2, st);
   api.set_ready();
@@ -100,6 +105,7 @@ int run_serve(ServeArgs a) {
   sigwait(&stop_signals, &sig);
   KEEL_LOG_INFO("signal {}: draining", sig);
   api.begin_drain();
+  cache_events.stop();
   (*engine)->drain();
   http.stop();
   KEEL_LOG_INFO("drained; exiting");

@@ -9,6 +9,7 @@
 #include "sample/rng.h"
 #include "server/native_generate.h"
 #include "server/prompt.h"
+#include "server/stream_resume.h"
 
 namespace keel::server {
 
@@ -187,9 +188,12 @@ void Api::handle_generation(ApiKind kind, http::HttpRequest&& req, const http::E
                                                                  ct.empty() ? "(none)" : ct)));
   }
   if (auto e = check_serving()) return respond_error(ex, *e);
+  auto resumed = take_resume_tokens(req, req.body, tok_.n_vocab());
+  if (!resumed.ok()) return respond_error(ex, resumed.error());
   auto prepared = prepare(kind, req.body);
   if (!prepared.ok()) return respond_error(ex, prepared.error());
   Prepared& p = prepared.value();
+  if (resumed.value()) p.prompt.insert(p.prompt.end(), resumed.value()->begin(), resumed.value()->end());
   auto gen_req = make_generate_request(p.params, std::move(p.prompt), p.limits);
   if (!gen_req.ok()) return respond_error(ex, gen_req.error());
 
@@ -205,6 +209,7 @@ void Api::handle_generation(ApiKind kind, http::HttpRequest&& req, const http::E
                         .include_usage = p.params.include_usage,
                         .with_logprobs = p.params.top_logprobs >= 0,
                         .detokenize = !config_.engine_emits_text,
+                        .emit_token_ids = wants_token_ids(req),
                         .received_us = received_us};
   auto generation = std::make_shared<Generation>(std::move(setup), ex, tok_, gen_metrics_);
   Status submitted = engine_.submit(std::move(gen_req).value(), make_sink(generation, ex));

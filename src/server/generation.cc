@@ -6,6 +6,7 @@
 #include "server/http/sse.h"
 #include "server/native_generate.h"
 #include "server/openai/errors.h"
+#include "server/stream_resume.h"
 
 namespace keel::server {
 
@@ -115,6 +116,7 @@ void Generation::stream_event(Sample& s, const sched::StreamEvent& ev, const std
     }
     return;
   }
+  if (setup_.emit_token_ids && !ev.tokens.empty()) exchange_->push(token_ids_event(index, ev.tokens));
   json logprobs = nullptr;
   if (setup_.with_logprobs && ev.logprobs.size() == ev.tokens.size() && !ev.tokens.empty()) {
     openai::LogprobRun run{.tokens = ev.tokens, .chosen = ev.logprobs, .alternatives = ev.top_logprobs};

@@ -40,6 +40,7 @@ struct GenerationSetup {
   bool include_usage = false;
   bool with_logprobs = false;
   bool detokenize = false;  // the engine sends no text: decode tokens here
+  bool emit_token_ids = false;  // keel_tokens events before each chunk (server/stream_resume.h)
   int64_t received_us = 0;  // when the request arrived (now_us clock)
 };
 

@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+"""Shared-prefix workload over 4 `keel serve` replicas (SmolLM2, CPU): prefix-cache hit rate, latency
+and throughput per routing policy, in one run. The hit rate is the replicas' own accounting
+(keel_cached_prompt_tokens_total / keel_prompt_tokens_total), not the router's estimate. Caches are
+flushed (POST /flush_cache) before each policy. Requests are non-streamed with max_tokens=1, so the
+client-side latency is time to first token plus one HTTP round trip.
+
+sglang-router is not in this comparison: it adds SGLang-only fields (continue_final_message,
+no_stop_trim, ...) to every request, which keel serve's strict OpenAI parser rejects with 400.
+
+Then a burst on one hot prefix (--burst requests, --burst-concurrency at once): the router's in-flight
+count per replica is sampled every 20 ms; reported are the worst busiest/least-busy ratio (samples
+where every replica has work), the worst difference, and the busiest replica's worst share.
+
+Usage: bench/bench_router_prefix.py [--build build] [--groups 8] [--per-group 6] [--concurrency 4]
+"""
+import argparse
+import concurrent.futures
+import json
+import os
+import pathlib
+import random
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+MODEL = pathlib.Path(os.environ.get("KEEL_CACHE_DIR", pathlib.Path.home() / ".cache/keel")) / \
+    "models/SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_http(url, timeout_s=120):
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"{url} did not answer")
+
+
+def post(url, body):
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=300) as r:
+        return json.loads(r.read())
+
+
+def metric(url, name):
+    with urllib.request.urlopen(url + "/metrics", timeout=10) as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[1])
+    return 0.0
+
+
+def workload(groups, per_group, seed=0):
+    rnd = random.Random(seed)
+    topics = ["astronomy", "cooking", "sailing", "chess", "gardening", "jazz", "geology", "poetry", "cycling",
+              "origami", "beekeeping", "pottery"]
+    reqs = []
+    for g in range(groups):
+        system = f"You are expert {g} on {topics[g % len(topics)]}. " + " ".join(
+            f"Guideline {k}: keep answers about {topics[g % len(topics)]} short and precise." for k in range(9))
+        for q in range(per_group):
+            reqs.append({"model": "smollm2", "max_tokens": 1, "temperature": 0,
+                         "messages": [{"role": "system", "content": system},
+                                      {"role": "user", "content": f"Question {q}: what is item {q * 7 + g}?"}]})
+    rnd.shuffle(reqs)
+    return reqs
+
+
+def in_flight(base):
+    """Router-side in-flight count per replica, from its /metrics."""
+    out = {}
+    with urllib.request.urlopen(base + "/metrics", timeout=10) as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith("keel_router_replica_in_flight{"):
+                out[line.split('"')[1]] = float(line.split()[-1])
+    return out
+
+
+def hot_burst(base, n_requests, concurrency):
+    """One hot prefix, a burst of concurrent requests: the in-flight spread across replicas, sampled."""
+    system = "You are the hot assistant. " + " ".join(f"Hot rule {k}: always answer in one word." for k in range(12))
+    reqs = [{"model": "smollm2", "max_tokens": 1, "temperature": 0,
+             "messages": [{"role": "system", "content": system}, {"role": "user", "content": f"Hot {i}?"}]}
+            for i in range(n_requests)]
+    samples = []
+    with concurrent.futures.ThreadPoolExecutor(concurrency) as pool:
+        futs = [pool.submit(post, base + "/v1/chat/completions", b) for b in reqs]
+        while not all(f.done() for f in futs):
+            counts = sorted(in_flight(base).values())
+            if sum(counts) >= len(counts):  # a burst: at least one request per replica in flight
+                samples.append(counts)
+            time.sleep(0.02)
+        for f in futs:
+            f.result()
+    worst_ratio = max((c[-1] / c[0] for c in samples if c[0] > 0), default=None)
+    worst_spread = max((c[-1] - c[0] for c in samples), default=None)
+    return {"burst_samples": len(samples), "burst_max_over_min": worst_ratio, "burst_max_minus_min": worst_spread,
+            "burst_busiest_share": max((c[-1] / sum(c) for c in samples), default=None)}
+
+
+def run_policy(keel, replicas, args, extra, reqs):
+    for r in replicas:
+        post(r + "/flush_cache", {})
+    before = [(metric(r, "keel_prompt_tokens_total"), metric(r, "keel_cached_prompt_tokens_total")) for r in replicas]
+    port = free_port()
+    proc = subprocess.Popen([keel, "router", "--port", str(port), "--workers", *replicas, "--no-access-log",
+                             "--health-interval-ms", "200", *extra], stderr=subprocess.DEVNULL)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        wait_http(base + "/health")
+        time.sleep(0.5)  # first load poll and cache-feed snapshots
+
+        def one(body):
+            t0 = time.perf_counter()
+            post(base + "/v1/chat/completions", body)
+            return time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        with concurrent.futures.ThreadPoolExecutor(args.concurrency) as pool:
+            lat = sorted(pool.map(one, reqs))
+        wall = time.perf_counter() - t0
+        after = [(metric(r, "keel_prompt_tokens_total"), metric(r, "keel_cached_prompt_tokens_total"))
+                 for r in replicas]
+        burst = hot_burst(base, args.burst, args.burst_concurrency)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+    prompt = sum(a[0] - b[0] for a, b in zip(after, before))
+    cached = sum(a[1] - b[1] for a, b in zip(after, before))
+    return {"hit_rate": round(cached / prompt, 3), "ttft_p50_ms": round(lat[len(lat) // 2] * 1e3, 1),
+            "ttft_p99_ms": round(lat[min(len(lat) - 1, len(lat) * 99 // 100)] * 1e3, 1),
+            "req_per_s": round(len(reqs) / wall, 2), **burst}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default=str(ROOT / "build"))
+    ap.add_argument("--groups", type=int, default=8)
+    ap.add_argument("--per-group", type=int, default=6)
+    ap.add_argument("--concurrency", type=int, default=4)
+    ap.add_argument("--burst", type=int, default=32, help="hot-prefix burst requests after the workload")
+    ap.add_argument("--burst-concurrency", type=int, default=12)
+    args = ap.parse_args()
+    keel = str(pathlib.Path(args.build) / "src/cli/keel")
+    ports = [free_port() for _ in range(4)]
+    procs = [subprocess.Popen([keel, "serve", "--model", str(MODEL), "--port", str(p), "--served-model-name",
+                               "smollm2", "--kv-tokens", "4096", "-t", "1", "--http-threads", "1"],
+                              stderr=subprocess.DEVNULL, env={**os.environ, "KEEL_THREADS": "1"}) for p in ports]
+    replicas = [f"http://127.0.0.1:{p}" for p in ports]
+    try:
+        for r in replicas:
+            wait_http(r + "/health")
+        reqs = workload(args.groups, args.per_group)
+        configs = [("cache_aware exact (--model)", ["--model", str(MODEL)]),
+                   ("cache_aware exact, --balance-abs-threshold 1", ["--model", str(MODEL),
+                                                                     "--balance-abs-threshold", "1"]),
+                   ("cache_aware approximate (char keys)", []),
+                   ("round_robin", ["--policy", "round_robin"]),
+                   ("random", ["--policy", "random"])]
+        out = []
+        for name, extra in configs:
+            r = run_policy(keel, replicas, args, extra, reqs)
+            r["policy"] = name
+            out.append(r)
+            print(json.dumps(r), flush=True)
+    finally:
+        for p in procs:
+            p.send_signal(signal.SIGTERM)
+        for p in procs:
+            p.wait(timeout=60)
+
+
+if __name__ == "__main__":
+    main()

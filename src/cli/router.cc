@@ -1,0 +1,180 @@
+// `keel router`: the cache-aware request router in front of `keel serve` replicas (docs/router.md).
+// Composes RouterConfig from flags, loads the model's tokenizer and chat template when --model is
+// given (so prefixes are keyed by the replicas' own token ids), registers the replicas, serves until
+// SIGTERM/SIGINT.
+#include <CLI/CLI.hpp>
+
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/log.h"
+#include "cli/commands.h"
+#include "cli/model_files.h"
+#include "router/service.h"
+#include "server/http/server.h"
+#include "server/native_generate.h"
+#include "server/openai/request_parse.h"
+#include "server/prompt.h"
+
+namespace keel::cli {
+namespace {
+
+struct RouterArgs {
+  std::vector<std::string> workers;
+  std::string model;
+  std::string tenants;
+  server::http::ServerConfig http;
+  router::RouterConfig router;
+};
+
+int fail(int code, const Status& st) {
+  std::fprintf(stderr, "keel router: %s\n", st.to_string().c_str());
+  return code;
+}
+
+// "URL" or "URL@region=eu,cloud=gcp,pool=a".
+Result<std::pair<std::string, router::ReplicaLabels>> parse_worker(const std::string& spec) {
+  auto at = spec.find('@');
+  router::ReplicaLabels labels;
+  if (at != std::string::npos) {
+    std::string rest = spec.substr(at + 1);
+    size_t pos = 0;
+    while (pos <= rest.size()) {
+      size_t comma = rest.find(',', pos);
+      std::string kv = rest.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+      auto eq = kv.find('=');
+      std::string k = kv.substr(0, eq), v = eq == std::string::npos ? "" : kv.substr(eq + 1);
+      std::string* dst = k == "region" ? &labels.region : k == "cloud" ? &labels.cloud : k == "pool" ? &labels.pool : nullptr;
+      if (!dst || eq == std::string::npos) {
+        return make_error(ErrorCode::kInvalidArgument, "worker '{}': labels are region=, cloud=, pool=", spec);
+      }
+      *dst = v;
+      if (comma == std::string::npos) break;
+      pos = comma + 1;
+    }
+  }
+  return std::pair{spec.substr(0, at), labels};
+}
+
+// Token ids the way keel serve builds them (same parser, template and tokenizer code).
+router::PromptTokenizer make_tokenizer(std::shared_ptr<tokenizer::Tokenizer> tok,
+                                       std::shared_ptr<std::optional<tokenizer::ChatTemplate>> tmpl) {
+  return [tok, tmpl](std::string_view path, std::string_view body) -> std::optional<std::vector<int32_t>> {
+    server::openai::ParseLimits limits;
+    limits.n_vocab = tok->n_vocab();
+    if (path == "/v1/chat/completions") {
+      auto req = server::openai::parse_chat_request(body, limits);
+      if (!req.ok() || !tmpl->has_value()) return std::nullopt;
+      auto ids = server::chat_prompt_tokens(*tok, &tmpl->value(), req.value().messages);
+      if (!ids.ok()) return std::nullopt;
+      return std::move(ids).value();
+    }
+    if (path == "/v1/completions") {
+      auto req = server::openai::parse_completion_request(body, limits);
+      if (!req.ok()) return std::nullopt;
+      if (req.value().prompt_is_ids) return req.value().prompt_ids;
+      return server::text_prompt_tokens(*tok, req.value().prompt_text);
+    }
+    if (path == "/generate") {
+      auto req = server::parse_native_request(body, limits);
+      if (!req.ok()) return std::nullopt;
+      if (req.value().has_ids) return req.value().input_ids;
+      return server::text_prompt_tokens(*tok, req.value().text);
+    }
+    return std::nullopt;
+  };
+}
+
+sigset_t block_stop_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return set;
+}
+
+int run_router(RouterArgs a) {
+  const sigset_t stop_signals = block_stop_signals();
+  if (Status st = a.router.validate(); !st.ok()) return fail(2, st);
+  if (Status st = a.http.validate(); !st.ok()) return fail(2, st);
+  auto policy = router::make_policy(a.router.policy, a.router.cache_aware);
+  if (!policy.ok()) return fail(2, policy.status());
+  std::unique_ptr<router::TenantTable> tenants;
+  if (!a.tenants.empty()) {
+    auto t = router::TenantTable::load(a.tenants);
+    if (!t.ok()) return fail(2, t.status());
+    tenants = std::move(t).value();
+  }
+  router::PromptTokenizer tokenize;
+  if (!a.model.empty()) {
+    auto tok = load_tokenizer(a.model);
+    if (!tok.ok()) return fail(2, tok.status());
+    auto tmpl = load_chat_template(**tok);
+    if (!tmpl.ok()) return fail(2, tmpl.status());
+    tokenize = make_tokenizer(std::shared_ptr<tokenizer::Tokenizer>(std::move(tok).value()),
+                              std::make_shared<std::optional<tokenizer::ChatTemplate>>(std::move(tmpl).value()));
+  }
+  router::RouterService svc(a.router, std::move(policy).value(), std::move(tenants), std::move(tokenize));
+  for (const auto& w : a.workers) {
+    auto spec = parse_worker(w);
+    if (!spec.ok()) return fail(2, spec.status());
+    if (Status st = svc.add_replica(spec->first, spec->second); !st.ok()) return fail(2, st);
+  }
+  server::http::Router routes;
+  svc.add_routes(routes);
+  server::http::HttpServer http(a.http, std::move(routes));
+  svc.start();
+  if (Status st = http.start(); !st.ok()) return fail(2, st);
+  KEEL_LOG_INFO("router on http://{}:{} ({} replicas, policy {}, prefix keys: {})", a.http.host, http.port(),
+                a.workers.size(), a.router.policy, a.model.empty() ? "characters" : "tokens");
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  KEEL_LOG_INFO("signal {}: stopping", sig);
+  http.stop();
+  svc.stop();
+  return 0;
+}
+
+}  // namespace
+
+void register_router(CLI::App& app) {
+  auto a = std::make_shared<RouterArgs>();
+  a->http.port = 8080;
+  a->http.n_io_threads = 1;
+  auto* cmd = app.add_subcommand("router", "Route OpenAI requests across keel serve replicas by cached prefix and load");
+  cmd->add_option("--workers", a->workers, "Replica URLs: http://host:port[@region=..,cloud=..,pool=..]");
+  cmd->add_option("-m,--model", a->model, "GGUF/HF model whose tokenizer keys prefixes (default: character keys)");
+  cmd->add_option("--tenants", a->tenants, "Tenants/API keys JSON file (keys stored as SHA-256)");
+  cmd->add_option("--admin-key", a->router.admin_key, "Bearer key required on /admin/*");
+  cmd->add_option("--host", a->http.host, "Address to listen on")->capture_default_str();
+  cmd->add_option("--port", a->http.port, "Port to listen on (0 = any free port)")->capture_default_str();
+  cmd->add_option("--http-threads", a->http.n_io_threads, "Front-end io threads")->capture_default_str();
+  cmd->add_option("--upstream-threads", a->router.upstream.n_threads, "Upstream io threads")->capture_default_str();
+  cmd->add_option("--max-body-bytes", a->http.max_body_bytes, "Largest request body (413 above)")->capture_default_str();
+  cmd->add_option("--max-response-bytes", a->router.max_response_bytes, "Largest non-streamed response")->capture_default_str();
+  cmd->add_option("--policy", a->router.policy, "round_robin | random | power_of_two | cache_aware")->capture_default_str();
+  cmd->add_option("--balance-abs-threshold", a->router.cache_aware.balance_abs_threshold, "Load margin over the least loaded")->capture_default_str();
+  cmd->add_option("--balance-rel-threshold", a->router.cache_aware.balance_rel_threshold, "Load ratio over the least loaded")->capture_default_str();
+  cmd->add_option("--min-match-ratio", a->router.cache_aware.min_match_ratio, "Matched share of the prompt that counts")->capture_default_str();
+  cmd->add_option("--region-penalty", a->router.cache_aware.remote_penalty, "Load added to other regions' replicas")->capture_default_str();
+  cmd->add_option("--region-header", a->router.region_header, "Header naming the request's region")->capture_default_str();
+  cmd->add_option("--connect-timeout-ms", a->router.upstream.connect_timeout_ms, "Upstream connect timeout")->capture_default_str();
+  cmd->add_option("--first-byte-timeout-ms", a->router.upstream.first_byte_timeout_ms, "Request sent -> response head")->capture_default_str();
+  cmd->add_option("--idle-timeout-ms", a->router.upstream.idle_timeout_ms, "Longest pause inside a response")->capture_default_str();
+  cmd->add_option("--max-retries", a->router.max_retries, "Other replicas tried before the client sees an error")->capture_default_str();
+  cmd->add_option("--retry-backoff-ms", a->router.retry_backoff_ms, "First retry delay (doubles)")->capture_default_str();
+  cmd->add_option("--health-interval-ms", a->router.health_interval_ms, "Active health check period")->capture_default_str();
+  cmd->add_option("--breaker-threshold", a->router.breaker.failure_threshold, "Consecutive failures that open the breaker")->capture_default_str();
+  cmd->add_option("--breaker-open-ms", a->router.breaker.open_ms, "Open time before a half-open probe")->capture_default_str();
+  cmd->add_option("--char-block-bytes", a->router.char_block_bytes, "Prefix key block without a tokenizer")->capture_default_str();
+  cmd->add_flag("!--no-resume", a->router.resume_streams, "Do not resume streams whose replica died");
+  cmd->add_flag("!--no-cache-events", a->router.cache_events, "Only the approximate index (no /v1/cache/events)");
+  cmd->add_flag("!--no-access-log", a->router.access_log, "No access log lines");
+  cmd->callback([a] { set_exit_code(run_router(*a)); });
+}
+
+}  // namespace keel::cli

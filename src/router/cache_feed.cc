@@ -1,0 +1,106 @@
+// The exact source of the prefix index: one long-lived GET /v1/cache/events per replica (an SSE
+// stream: `event: reset` with the snapshot's seq, the snapshot's stored spans, then deltas, and `:`
+// heartbeats). A seq gap, a malformed event or a lost connection drops the replica back to the
+// approximate index and resubscribes (a fresh snapshot) after a short pause; a replica that has no
+// such endpoint (404) is retried rarely. Runs on the upstream client's threads, no thread of its own.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "base/log.h"
+#include "router/service.h"
+#include "router/sse_reader.h"
+
+namespace keel::router {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr int64_t kResubscribeMs = 200;
+constexpr int64_t kNoFeedRetryMs = 10'000;
+constexpr int32_t kFeedIdleTimeoutMs = 5'000;  // replicas send a heartbeat every second
+
+struct FeedState {
+  RouterService* svc;
+  ReplicaPtr replica;
+  SseReader reader;
+  int status = 0;
+  bool live = false;
+  uint64_t last_seq = 0;
+  bool broken = false;
+  std::shared_ptr<UpstreamCall> call;
+};
+
+
+void apply_event(FeedState& st, const SseEvent& ev) {
+  if (st.broken || ev.comment_only) return;
+  PrefixIndex& index = st.svc->index();
+  const ReplicaId id = st.replica->id;
+  json j = json::parse(ev.data, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("seq") || !j["seq"].is_number_unsigned()) {
+    st.broken = true;
+    return;
+  }
+  const auto seq = j["seq"].get<uint64_t>();
+  if (ev.event == "reset") {
+    index.begin_exact(id);
+    st.live = true;
+    st.last_seq = seq;
+    return;
+  }
+  if (!st.live || seq < st.last_seq || seq > st.last_seq + 1) {
+    st.broken = true;  // a gap: resync from a fresh snapshot
+    return;
+  }
+  st.last_seq = seq;
+  if (!j.contains("tokens") || !j["tokens"].is_array() || !j.contains("parent_hash") ||
+      !j["parent_hash"].is_number_unsigned()) {
+    st.broken = true;
+    return;
+  }
+  std::vector<int32_t> tokens;
+  tokens.reserve(j["tokens"].size());
+  for (const json& t : j["tokens"]) tokens.push_back(t.get<int32_t>());
+  const auto parent = j["parent_hash"].get<uint64_t>();
+  if (j.value("kind", std::string()) == "removed") {
+    index.remove_exact(id, parent, tokens);
+  } else {
+    index.add_exact(id, parent, tokens);
+  }
+}
+
+}  // namespace
+
+void run_cache_feed(RouterService& svc, const ReplicaPtr& replica) {
+  if (svc.stopping() || replica->removed.load()) return;
+  auto st = std::make_shared<FeedState>(FeedState{.svc = &svc, .replica = replica});
+  UpstreamRequest req{.method = "GET", .target = "/v1/cache/events", .first_byte_timeout_ms = kFeedIdleTimeoutMs,
+                      .idle_timeout_ms = kFeedIdleTimeoutMs};
+  st->call = svc.upstream().send(
+      replica->endpoint, std::move(req),
+      {.on_head = [st](int status, const HeaderList&) { st->status = status; },
+       .on_data = [st](std::string_view bytes) {
+         if (st->status != 200 || st->broken) return;
+         if (st->replica->removed.load()) {  // stop feeding the index of a replica that is gone
+           st->broken = true;
+           if (st->call) st->call->cancel();
+           st->svc->index().forget(st->replica->id);
+           return;
+         }
+         st->reader.feed(bytes, [&](const SseEvent& ev) { apply_event(*st, ev); });
+         if (st->broken && st->call) st->call->cancel();
+         if (st->broken && !st->replica->removed.load()) {
+           st->svc->index().end_exact(st->replica->id);
+           st->svc->upstream().run_after(kResubscribeMs, [svc = st->svc, r = st->replica] { run_cache_feed(*svc, r); });
+         }
+       },
+       .on_done = [st](UpstreamFailure, const std::string& message) {
+         if (st->broken) return;  // resubscription already scheduled
+         st->svc->index().end_exact(st->replica->id);
+         if (st->live) KEEL_LOG_WARN("cache feed of {} ended: {}", st->replica->url, message.empty() ? "closed" : message);
+         int64_t delay = st->status == 404 ? kNoFeedRetryMs : kResubscribeMs;
+         st->svc->upstream().run_after(delay, [svc = st->svc, r = st->replica] { run_cache_feed(*svc, r); });
+       }});
+}
+
+}  // namespace keel::router

@@ -1,0 +1,41 @@
+#include "router/policy.h"
+
+namespace keel::router {
+
+std::string_view decision_name(Decision d) {
+  switch (d) {
+    case Decision::kRoundRobin: return "round_robin";
+    case Decision::kRandom: return "random";
+    case Decision::kPowerOfTwo: return "power_of_two";
+    case Decision::kCacheHit: return "cache_hit";
+    case Decision::kImbalance: return "imbalance";
+    case Decision::kFreeCache: return "free_cache";
+  }
+  return "unknown";
+}
+
+Status CacheAwareConfig::validate() const {
+  if (balance_abs_threshold < 0) return make_error(ErrorCode::kInvalidArgument, "balance-abs-threshold must be >= 0");
+  if (!(balance_rel_threshold >= 1.0)) {
+    return make_error(ErrorCode::kInvalidArgument, "balance-rel-threshold must be >= 1.0, got {}", balance_rel_threshold);
+  }
+  if (!(min_match_ratio >= 0.0 && min_match_ratio <= 1.0)) {
+    return make_error(ErrorCode::kInvalidArgument, "min-match-ratio must be in [0, 1], got {}", min_match_ratio);
+  }
+  if (remote_penalty < 0) return make_error(ErrorCode::kInvalidArgument, "region-penalty must be >= 0");
+  return {};
+}
+
+Result<std::unique_ptr<Policy>> make_policy(std::string_view name, const CacheAwareConfig& cache_aware) {
+  if (name == "round_robin") return make_round_robin();
+  if (name == "random") return make_random();
+  if (name == "power_of_two") return make_power_of_two();
+  if (name == "cache_aware") {
+    KEEL_RETURN_IF_ERROR(cache_aware.validate());
+    return make_cache_aware(cache_aware);
+  }
+  return make_error(ErrorCode::kInvalidArgument,
+                    "unknown policy '{}' (round_robin, random, power_of_two, cache_aware)", name);
+}
+
+}  // namespace keel::router

@@ -1,0 +1,63 @@
+// Routing policies: pick one replica among the candidates the proxy has already filtered (healthy,
+// not draining, breaker closed or probing, in the tenant's pool). Policies see plain numbers only, so
+// each is a pure function of its inputs plus its own counter/RNG and is unit-tested without sockets.
+// pick() may run concurrently on every io thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+
+#include "base/status.h"
+
+namespace keel::router {
+
+struct CandidateView {
+  int64_t load = 0;        // router in-flight + replica queued + running (as last polled)
+  int64_t match = 0;       // leading prefix keys of this request the replica holds
+  int64_t free_cache = 0;  // free KV slots if known, else minus the index entries we hold for it
+  bool remote = false;     // not in the request's region
+};
+
+struct RouteRequest {
+  int64_t n_keys = 0;  // prefix keys of the prompt (tokens or character blocks)
+  uint64_t random = 0; // fresh random bits for this decision
+};
+
+enum class Decision { kRoundRobin, kRandom, kPowerOfTwo, kCacheHit, kImbalance, kFreeCache };
+std::string_view decision_name(Decision d);
+inline constexpr int kNumDecisions = 6;
+
+struct Pick {
+  int32_t index = -1;  // into the candidates; -1 only when there were none
+  Decision decision = Decision::kRoundRobin;
+};
+
+struct CacheAwareConfig {
+  int64_t balance_abs_threshold = 4;      // load - min load above this and ...
+  double balance_rel_threshold = 1.5;     // ... load above this x min load: too loaded to take affinity
+  double min_match_ratio = 0.25;          // matched keys / prompt keys below this: no useful match
+  int64_t remote_penalty = 8;             // load added to replicas outside the request's region
+
+  Status validate() const;
+};
+
+class Policy {
+ public:
+  virtual ~Policy() = default;
+  virtual std::string_view name() const = 0;
+  virtual bool uses_prefix() const { return false; }
+  virtual Pick pick(const RouteRequest& req, std::span<const CandidateView> candidates) = 0;
+};
+
+// "round_robin", "random", "power_of_two", "cache_aware".
+Result<std::unique_ptr<Policy>> make_policy(std::string_view name, const CacheAwareConfig& cache_aware);
+
+std::unique_ptr<Policy> make_round_robin();
+std::unique_ptr<Policy> make_random();
+std::unique_ptr<Policy> make_power_of_two();
+std::unique_ptr<Policy> make_cache_aware(CacheAwareConfig config);
+
+}  // namespace keel::router

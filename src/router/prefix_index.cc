@@ -1,0 +1,137 @@
+#include "router/prefix_index.h"
+
+#include <algorithm>
+#include <mutex>
+#include <vector>
+
+#include "router/prefix_key.h"
+
+namespace keel::router {
+
+PrefixIndex::PrefixIndex(int64_t max_approx_entries) : max_approx_entries_(std::max<int64_t>(max_approx_entries, 1)) {}
+
+PrefixIndex::PerReplica& PrefixIndex::entry(ReplicaId r) { return replicas_[r]; }
+
+void PrefixIndex::begin_exact(ReplicaId r) {
+  std::unique_lock lock(mu_);
+  auto& p = entry(r);
+  p.exact.clear();
+  p.exact_live = true;
+}
+
+void PrefixIndex::end_exact(ReplicaId r) {
+  std::unique_lock lock(mu_);
+  auto& p = entry(r);
+  p.exact_live = false;
+  p.exact.clear();
+}
+
+void PrefixIndex::add_exact(ReplicaId r, uint64_t parent_hash, std::span<const int32_t> tokens) {
+  std::unique_lock lock(mu_);
+  auto& p = entry(r);
+  for (int32_t t : tokens) {
+    parent_hash = extend_token_hash(parent_hash, t);
+    p.exact.insert(parent_hash);
+  }
+}
+
+void PrefixIndex::remove_exact(ReplicaId r, uint64_t parent_hash, std::span<const int32_t> tokens) {
+  std::unique_lock lock(mu_);
+  auto& p = entry(r);
+  for (int32_t t : tokens) {
+    parent_hash = extend_token_hash(parent_hash, t);
+    p.exact.erase(parent_hash);
+  }
+}
+
+void PrefixIndex::record_routed(ReplicaId r, std::span<const uint64_t> hashes) {
+  if (hashes.empty()) return;
+  std::unique_lock lock(mu_);
+  auto& p = entry(r);
+  ++p.tick;
+  for (uint64_t h : hashes) p.approx[h] = p.tick;
+  if (static_cast<int64_t>(p.approx.size()) > max_approx_entries_) evict_approx(p);
+}
+
+// Drops the least recently routed entries until the set is back to 3/4 of its bound. Ties (one
+// prompt's entries share a tick) go together, which keeps the set prefix-closed.
+void PrefixIndex::evict_approx(PerReplica& p) {
+  std::vector<uint64_t> ticks;
+  ticks.reserve(p.approx.size());
+  for (const auto& [h, t] : p.approx) ticks.push_back(t);
+  size_t keep = static_cast<size_t>(max_approx_entries_ * 3 / 4);
+  size_t drop = ticks.size() - std::min(keep, ticks.size());
+  if (drop == 0) return;
+  std::nth_element(ticks.begin(), ticks.begin() + static_cast<std::ptrdiff_t>(drop - 1), ticks.end());
+  uint64_t cutoff = ticks[drop - 1];
+  std::erase_if(p.approx, [cutoff](const auto& kv) { return kv.second <= cutoff; });
+}
+
+void PrefixIndex::add_in_flight(ReplicaId r, KeysPtr keys) {
+  if (!keys || keys->empty()) return;
+  std::unique_lock lock(mu_);
+  entry(r).in_flight.push_back(std::move(keys));
+}
+
+void PrefixIndex::remove_in_flight(ReplicaId r, const KeysPtr& keys) {
+  if (!keys || keys->empty()) return;
+  std::unique_lock lock(mu_);
+  auto it = replicas_.find(r);
+  if (it == replicas_.end()) return;
+  auto& v = it->second.in_flight;
+  if (auto pos = std::find(v.begin(), v.end(), keys); pos != v.end()) {
+    *pos = std::move(v.back());
+    v.pop_back();
+  }
+}
+
+int64_t PrefixIndex::match(ReplicaId r, std::span<const uint64_t> hashes) const {
+  std::shared_lock lock(mu_);
+  auto it = replicas_.find(r);
+  if (it == replicas_.end() || hashes.empty()) return 0;
+  const PerReplica& p = it->second;
+  size_t best_in_flight = 0;
+  for (const KeysPtr& k : p.in_flight) {
+    size_t n = std::min(k->size(), hashes.size());
+    size_t i = 0;
+    while (i < n && (*k)[i] == hashes[i]) ++i;  // chained hashes: equal at i means equal up to i
+    best_in_flight = std::max(best_in_flight, i);
+  }
+  auto holds = [&](size_t i) { return p.exact_live ? p.exact.contains(hashes[i]) : p.approx.contains(hashes[i]); };
+  // Prefix-closed sets: find the first index not held by binary search.
+  size_t lo = 0, hi = hashes.size();
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (holds(mid)) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return static_cast<int64_t>(std::max(lo, best_in_flight));
+}
+
+bool PrefixIndex::exact_live(ReplicaId r) const {
+  std::shared_lock lock(mu_);
+  auto it = replicas_.find(r);
+  return it != replicas_.end() && it->second.exact_live;
+}
+
+int64_t PrefixIndex::n_exact(ReplicaId r) const {
+  std::shared_lock lock(mu_);
+  auto it = replicas_.find(r);
+  return it == replicas_.end() ? 0 : static_cast<int64_t>(it->second.exact.size());
+}
+
+int64_t PrefixIndex::n_approx(ReplicaId r) const {
+  std::shared_lock lock(mu_);
+  auto it = replicas_.find(r);
+  return it == replicas_.end() ? 0 : static_cast<int64_t>(it->second.approx.size());
+}
+
+void PrefixIndex::forget(ReplicaId r) {
+  std::unique_lock lock(mu_);
+  replicas_.erase(r);
+}
+
+}  // namespace keel::router

@@ -1,0 +1,69 @@
+// PrefixIndex: for each replica, the prefixes it holds, as sets of chained prefix hashes
+// (router/prefix_key.h), one entry per token (or character block). Two sources per replica:
+//  - exact: replayed from the replica's cache-event stream (stored/removed spans), complete while the
+//    stream is live; a replica whose stream is live is matched against this set only;
+//  - approximate: what this router sent there, bounded to max_approx_entries per replica with
+//    least-recently-routed eviction (a prefix is touched whenever a longer one is, so eviction keeps
+//    the set prefix-closed and match() can binary-search).
+// Thread-safe (one shared mutex): the proxy matches and records on io threads, feeds write from theirs.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <shared_mutex>
+#include <span>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace keel::router {
+
+using ReplicaId = uint64_t;
+
+class PrefixIndex {
+ public:
+  explicit PrefixIndex(int64_t max_approx_entries);
+
+  // Exact source. begin_exact clears the replica's exact set and marks it live (a snapshot follows);
+  // end_exact marks it stale (stream lost: matching falls back to the approximate set).
+  void begin_exact(ReplicaId r);
+  void end_exact(ReplicaId r);
+  // A stored or removed span: tokens following the prefix named parent_hash.
+  void add_exact(ReplicaId r, uint64_t parent_hash, std::span<const int32_t> tokens);
+  void remove_exact(ReplicaId r, uint64_t parent_hash, std::span<const int32_t> tokens);
+
+  // Approximate source: the router sent a prompt with these prefix hashes to r.
+  void record_routed(ReplicaId r, std::span<const uint64_t> hashes);
+
+  // In flight: a prompt the router has sent to r and not yet seen finish. Its prefix is being
+  // computed there, so it counts as held even before the exact feed reports it (the feed only
+  // knows a prefix once its prefill is done; without this, a burst of one new prefix scatters).
+  using KeysPtr = std::shared_ptr<const std::vector<uint64_t>>;
+  void add_in_flight(ReplicaId r, KeysPtr keys);
+  void remove_in_flight(ReplicaId r, const KeysPtr& keys);
+
+  // How many leading entries of `hashes` replica r holds: the longer of its set (exact if live,
+  // else approximate) and its in-flight prompts.
+  int64_t match(ReplicaId r, std::span<const uint64_t> hashes) const;
+  bool exact_live(ReplicaId r) const;
+  int64_t n_exact(ReplicaId r) const;
+  int64_t n_approx(ReplicaId r) const;
+  void forget(ReplicaId r);
+
+ private:
+  struct PerReplica {
+    bool exact_live = false;
+    std::unordered_set<uint64_t> exact;
+    std::unordered_map<uint64_t, uint64_t> approx;  // hash -> tick last routed
+    uint64_t tick = 0;
+    std::vector<KeysPtr> in_flight;
+  };
+  PerReplica& entry(ReplicaId r);  // under the unique lock
+  void evict_approx(PerReplica& p);
+
+  int64_t max_approx_entries_;
+  mutable std::shared_mutex mu_;
+  std::unordered_map<ReplicaId, PerReplica> replicas_;
+};
+
+}  // namespace keel::router

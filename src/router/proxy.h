@@ -1,0 +1,91 @@
+// One proxied request, from admission to the last byte: authentication and rate limit (tenants),
+// prefix keys, replica choice (policy over the healthy candidates), the upstream call, retries with
+// backoff while nothing has reached the client, SSE pass-through (event by event, as they arrive), and
+// mid-stream resumption on another replica (router/stream_resume.h). Created per request on an io
+// thread; its upstream callbacks and the client's disconnect may run on other threads, so every
+// member is guarded by mu_.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "router/service.h"
+#include "router/sse_reader.h"
+#include "router/stream_resume.h"
+#include "server/http/exchange.h"
+#include "server/http/message.h"
+
+namespace keel::router {
+
+enum class ProxyKind { kChat, kCompletion, kNative, kModels };
+
+// Shared by proxy.cc and proxy_admit.cc: fresh random bits (thread-local generator) and the
+// OpenAI-style error body/response the router answers with on its own.
+uint64_t random_u64();
+std::string error_body(std::string_view message, std::string_view type, int code);
+server::http::HttpResponse error_response(int status, std::string_view message);
+
+class ProxyRequest : public std::enable_shared_from_this<ProxyRequest> {
+ public:
+  ProxyRequest(RouterService& svc, ProxyKind kind, server::http::HttpRequest&& req, server::http::ExchangePtr ex);
+  void run();
+
+ private:
+  bool admit();
+  bool parse_body();
+  void compute_keys();
+  ReplicaPtr choose();
+  void attempt(bool resuming);
+  void on_head(uint64_t n, int status, const HeaderList& headers);
+  void on_data(uint64_t n, std::string_view bytes);
+  void on_done(uint64_t n, UpstreamFailure failure, const std::string& message);
+  void on_event(const SseEvent& ev);
+  void retry_later(const std::string& why);
+  void fail_before_start(int status, const std::string& message);
+  void end_stream_with_error(const std::string& message);
+  void release_replica(bool ok);
+  void log_access(int status);
+
+  RouterService& svc_;
+  ProxyKind kind_;
+  server::http::HttpRequest req_;
+  server::http::ExchangePtr ex_;
+  std::mutex mu_;
+  int64_t start_us_ = 0;
+  std::string request_id_;
+  std::string tenant_;
+  std::string pool_;
+  std::string region_;
+  nlohmann::json body_;
+  std::string body_text_;  // what goes to replicas (seed injected when streams can be resumed)
+  bool stream_ = false;
+  bool resumable_ = false;
+  PrefixIndex::KeysPtr keys_ = std::make_shared<const std::vector<uint64_t>>();  // prefix keys of the prompt
+  std::vector<ReplicaId> tried_;
+  int32_t n_attempts_ = 0;
+  int32_t n_retries_ = 0;
+  // The current attempt.
+  uint64_t attempt_n_ = 0;  // callbacks of older attempts are ignored
+  ReplicaPtr replica_;
+  std::shared_ptr<UpstreamCall> call_;
+  int64_t attempt_start_us_ = 0;
+  int status_ = 0;
+  HeaderList head_headers_;
+  bool passthrough_ = false;  // this attempt's response goes to the client
+  bool is_sse_ = false;
+  std::string body_acc_;
+  SseReader sse_;
+  // The client side.
+  bool client_started_ = false;  // stream head sent
+  bool finished_ = false;
+  bool saw_done_ = false;
+  ResumeState resume_;
+};
+
+}  // namespace keel::router

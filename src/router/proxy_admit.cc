@@ -1,0 +1,170 @@
+// ProxyRequest's stages before the upstream call: admission (API key, tenant, rate limit), the body
+// (stream flag, resumability, the seed every continuing replica needs), prefix keys, and the choice of
+// a replica among the healthy candidates.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "base/clock.h"
+#include "router/prefix_key.h"
+#include "router/proxy.h"
+
+namespace keel::router {
+
+using nlohmann::json;
+
+namespace {
+
+std::string bearer_key(std::string_view auth) {
+  constexpr std::string_view kBearer = "Bearer ";
+  if (auth.size() <= kBearer.size() || !server::http::iequals(auth.substr(0, kBearer.size()), kBearer)) return {};
+  return std::string(auth.substr(kBearer.size()));
+}
+
+// The text whose character blocks key a request when no tokenizer is loaded.
+std::string prompt_text(ProxyKind kind, const json& body) {
+  std::string out;
+  auto append = [&out](const json& v) {
+    if (v.is_string()) out += v.get<std::string>();
+    if (v.is_array()) {
+      for (const json& part : v) {
+        if (part.is_object() && part.contains("text") && part["text"].is_string()) out += part["text"].get<std::string>();
+      }
+    }
+  };
+  if (kind == ProxyKind::kChat && body.contains("messages") && body["messages"].is_array()) {
+    for (const json& m : body["messages"]) {
+      if (!m.is_object()) continue;
+      out += m.value("role", std::string());
+      out += '\n';
+      if (m.contains("content")) append(m["content"]);
+      out += '\n';
+    }
+  } else if (kind == ProxyKind::kCompletion && body.contains("prompt")) {
+    append(body["prompt"]);
+  } else if (kind == ProxyKind::kNative && body.contains("text")) {
+    append(body["text"]);
+  }
+  return out;
+}
+}  // namespace
+
+bool ProxyRequest::admit() {
+  TenantTable* tenants = svc_.tenants();
+  region_ = std::string(req_.header(svc_.config().region_header));
+  if (!tenants) return true;
+  std::string key = bearer_key(req_.header("Authorization"));
+  if (key.empty()) {
+    fail_before_start(401, "missing API key: send 'Authorization: Bearer <key>'");
+    return false;
+  }
+  KeyEntry* entry = tenants->find_key(key);
+  if (!entry) {
+    fail_before_start(401, "invalid API key");
+    return false;
+  }
+  tenant_ = entry->tenant->name;
+  pool_ = entry->tenant->pool;
+  if (region_.empty()) region_ = entry->tenant->region;
+  if (entry->bucket) {
+    if (int64_t wait_s = entry->bucket->try_take(now_us()); wait_s > 0) {
+      auto r = error_response(429, fmt::format("rate limit of tenant '{}' exceeded; retry in {} s", tenant_, wait_s));
+      r.headers.emplace_back("Retry-After", std::to_string(wait_s));
+      r.headers.emplace_back("X-Request-Id", request_id_);
+      finished_ = true;
+      ex_->respond(std::move(r));
+      log_access(429);
+      return false;
+    }
+  }
+  return true;
+}
+
+bool ProxyRequest::parse_body() {
+  if (kind_ == ProxyKind::kModels) return true;
+  body_ = json::parse(req_.body, nullptr, false);
+  if (body_.is_discarded() || !body_.is_object()) {
+    fail_before_start(400, "the request body is not a JSON object");
+    return false;
+  }
+  stream_ = body_.contains("stream") && body_["stream"].is_boolean() && body_["stream"].get<bool>();
+  const bool single = !body_.contains("n") || (body_["n"].is_number_integer() && body_["n"].get<int64_t>() == 1);
+  resumable_ = stream_ && single && svc_.config().resume_streams && kind_ != ProxyKind::kNative;
+  if (resumable_ && (!body_.contains("seed") || body_["seed"].is_null())) {
+    body_["seed"] = random_u64() >> 33;  // every replica that continues this stream samples alike
+    body_text_ = body_.dump();
+  } else {
+    body_text_ = std::move(req_.body);
+  }
+  return true;
+}
+
+void ProxyRequest::compute_keys() {
+  if (kind_ == ProxyKind::kModels || !svc_.policy().uses_prefix()) return;
+  if (kind_ == ProxyKind::kCompletion && body_.contains("prompt") && body_["prompt"].is_array() &&
+      !body_["prompt"].empty() && body_["prompt"][0].is_number_integer()) {
+    std::vector<int32_t> ids;
+    for (const json& t : body_["prompt"]) {
+      if (t.is_number_integer()) ids.push_back(t.get<int32_t>());
+    }
+    keys_ = std::make_shared<const std::vector<uint64_t>>(token_prefix_hashes(ids));
+    return;
+  }
+  if (const auto& tok = svc_.tokenizer()) {
+    if (auto ids = tok(req_.path, body_text_)) {
+      keys_ = std::make_shared<const std::vector<uint64_t>>(token_prefix_hashes(*ids));
+      return;
+    }
+  }
+  keys_ = std::make_shared<const std::vector<uint64_t>>(
+      char_prefix_hashes(prompt_text(kind_, body_), svc_.config().char_block_bytes));
+}
+
+ReplicaPtr ProxyRequest::choose() {
+  const int64_t t0 = now_us();
+  const int64_t now_ms = t0 / 1000;
+  auto list = svc_.replicas().snapshot();
+  std::vector<const ReplicaPtr*> cands;
+  auto eligible = [&](const ReplicaPtr& r, bool allow_tried) {
+    if (r->state.load() != ReplicaState::kActive || !r->healthy.load()) return false;
+    if (!pool_.empty() && r->labels.pool != pool_) return false;
+    if (!r->breaker.available(now_ms)) return false;
+    return allow_tried || std::find(tried_.begin(), tried_.end(), r->id) == tried_.end();
+  };
+  for (const auto& r : *list) {
+    if (eligible(r, false)) cands.push_back(&r);
+  }
+  if (cands.empty()) {
+    for (const auto& r : *list) {
+      if (eligible(r, true)) cands.push_back(&r);
+    }
+  }
+  if (cands.empty()) return nullptr;
+  const bool prefix = svc_.policy().uses_prefix() && !keys_->empty();
+  std::vector<CandidateView> views;
+  views.reserve(cands.size());
+  for (const ReplicaPtr* r : cands) {
+    const Replica& rep = **r;
+    const bool exact = svc_.index().exact_live(rep.id);
+    views.push_back(CandidateView{
+        .load = rep.load(),
+        .match = prefix ? svc_.index().match(rep.id, *keys_) : 0,
+        .free_cache = rep.free_cache(exact ? svc_.index().n_exact(rep.id) : svc_.index().n_approx(rep.id)),
+        .remote = !region_.empty() && !rep.labels.region.empty() && rep.labels.region != region_});
+  }
+  Pick pick = svc_.policy().pick(RouteRequest{.n_keys = static_cast<int64_t>(keys_->size()), .random = random_u64()}, views);
+  if (pick.index < 0) return nullptr;
+  ReplicaPtr chosen = *cands[static_cast<size_t>(pick.index)];
+  chosen->breaker.allow(now_ms);  // takes the half-open probe slot when probing
+  svc_.count_decision(pick.decision);
+  if (prefix) {
+    chosen->cache_hit_keys.fetch_add(views[static_cast<size_t>(pick.index)].match, std::memory_order_relaxed);
+    chosen->prompt_keys.fetch_add(static_cast<int64_t>(keys_->size()), std::memory_order_relaxed);
+    if (!svc_.index().exact_live(chosen->id)) svc_.index().record_routed(chosen->id, *keys_);
+    svc_.index().add_in_flight(chosen->id, keys_);  // removed in release_replica
+  }
+  svc_.decision_seconds().observe(static_cast<double>(now_us() - t0) * 1e-6);
+  return chosen;
+}
+
+}  // namespace keel::router

@@ -1,0 +1,90 @@
+// The replica set: every `keel serve` (or other OpenAI-compatible server) the router sends to, with
+// its labels, lifecycle state, circuit breaker, load as last polled, and per-replica counters.
+// Replicas are shared_ptr: a request keeps its replica alive after an admin removal. The set is
+// copy-on-write (readers take a snapshot without blocking writers); all methods are thread-safe.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "router/breaker.h"
+#include "router/prefix_index.h"
+
+namespace keel::router {
+
+struct ReplicaLabels {
+  std::string region;
+  std::string cloud;
+  std::string pool;
+};
+
+enum class ReplicaState { kActive, kDraining };
+
+struct Endpoint {
+  std::string host;
+  uint16_t port = 0;
+};
+
+// "http://host:port" (path ignored; https is refused: TLS terminates in front of the router).
+Result<Endpoint> parse_replica_url(std::string_view url);
+
+class Replica {
+ public:
+  Replica(ReplicaId id, std::string url, Endpoint endpoint, ReplicaLabels labels, BreakerConfig breaker);
+
+  const ReplicaId id;
+  const std::string url;
+  const Endpoint endpoint;
+  const ReplicaLabels labels;
+  CircuitBreaker breaker;
+
+  std::atomic<ReplicaState> state{ReplicaState::kActive};
+  std::atomic<bool> healthy{true};  // last active health check (true until one fails)
+  std::atomic<bool> removed{false};  // taken out of the set (its cache feed stops)
+  // Load: the router's own count plus what the replica reported (-1 = unknown).
+  std::atomic<int64_t> in_flight{0};
+  std::atomic<int64_t> queued{-1};
+  std::atomic<int64_t> running{-1};
+  std::atomic<int64_t> kv_used{-1};
+  std::atomic<int64_t> kv_total{-1};
+
+  // Counters for /metrics.
+  std::atomic<int64_t> n_requests{0};
+  std::atomic<int64_t> n_errors{0};
+  std::atomic<int64_t> n_retries{0};
+  std::atomic<int64_t> n_resumed{0};
+  std::atomic<int64_t> cache_hit_keys{0};  // matched prefix keys of requests routed here
+  std::atomic<int64_t> prompt_keys{0};     // prefix keys of requests routed here
+
+  int64_t load() const;
+  // Free KV slots if reported, else minus `fallback_entries`.
+  int64_t free_cache(int64_t fallback_entries) const;
+};
+
+using ReplicaPtr = std::shared_ptr<Replica>;
+using ReplicaList = std::vector<ReplicaPtr>;
+
+class ReplicaSet {
+ public:
+  explicit ReplicaSet(BreakerConfig breaker) : breaker_(breaker) {}
+
+  Result<ReplicaPtr> add(std::string_view url, ReplicaLabels labels);
+  // kNotFound if no replica has that URL.
+  Status drain(std::string_view url);
+  Result<ReplicaPtr> remove(std::string_view url);
+  std::shared_ptr<const ReplicaList> snapshot() const;
+
+ private:
+  BreakerConfig breaker_;
+  mutable std::mutex mu_;
+  std::shared_ptr<const ReplicaList> list_ = std::make_shared<ReplicaList>();
+  ReplicaId next_id_ = 1;
+};
+
+}  // namespace keel::router

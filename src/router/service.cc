@@ -1,0 +1,244 @@
+#include "router/service.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "base/clock.h"
+#include "base/log.h"
+
+namespace keel::router {
+
+using nlohmann::json;
+using server::http::ExchangePtr;
+using server::http::HttpResponse;
+
+Status RouterConfig::validate() const {
+  KEEL_RETURN_IF_ERROR(cache_aware.validate());
+  KEEL_RETURN_IF_ERROR(upstream.validate());
+  if (max_response_bytes < 1) return make_error(ErrorCode::kInvalidArgument, "max-response-bytes must be >= 1");
+  if (max_retries < 0 || max_retries > 16) return make_error(ErrorCode::kInvalidArgument, "max-retries must be in [0, 16]");
+  if (retry_backoff_ms < 0) return make_error(ErrorCode::kInvalidArgument, "retry-backoff-ms must be >= 0");
+  if (retry_budget_ratio < 0 || retry_budget_min < 0) {
+    return make_error(ErrorCode::kInvalidArgument, "the retry budget must be >= 0");
+  }
+  if (health_interval_ms < 10 || health_timeout_ms < 1) {
+    return make_error(ErrorCode::kInvalidArgument, "health-interval-ms must be >= 10 and health-timeout-ms >= 1");
+  }
+  if (breaker.failure_threshold < 1 || breaker.open_ms < 1) {
+    return make_error(ErrorCode::kInvalidArgument, "breaker threshold and open time must be >= 1");
+  }
+  if (char_block_bytes < 1) return make_error(ErrorCode::kInvalidArgument, "char-block-bytes must be >= 1");
+  if (max_approx_entries < 1) return make_error(ErrorCode::kInvalidArgument, "max-approx-entries must be >= 1");
+  return {};
+}
+
+void RetryBudget::on_request() {
+  std::lock_guard lock(mu_);
+  tokens_ = std::min(cap_ + 1000 * ratio_, tokens_ + ratio_);
+}
+
+bool RetryBudget::try_spend() {
+  std::lock_guard lock(mu_);
+  if (tokens_ < 1.0) return false;
+  tokens_ -= 1.0;
+  return true;
+}
+
+RouterService::RouterService(RouterConfig config, std::unique_ptr<Policy> policy, std::unique_ptr<TenantTable> tenants,
+                             PromptTokenizer tokenizer)
+    : config_(std::move(config)),
+      policy_(std::move(policy)),
+      tenants_(std::move(tenants)),
+      tokenizer_(std::move(tokenizer)),
+      replicas_(config_.breaker),
+      index_(config_.max_approx_entries),
+      upstream_(config_.upstream),
+      retry_budget_(config_.retry_budget_ratio, config_.retry_budget_min) {
+  decision_s_ = &metrics_.histogram("keel_router_decision_seconds", "Time to choose a replica.",
+                                    {1e-6, 2e-6, 5e-6, 1e-5, 2e-5, 5e-5, 1e-4, 2e-4, 5e-4, 1e-3, 1e-2});
+}
+
+RouterService::~RouterService() { stop(); }
+
+server::Histogram& RouterService::latency_seconds(const Replica& r) {
+  return metrics_.histogram("keel_router_upstream_seconds", "Upstream call time per replica (to the last byte).",
+                            server::latency_buckets_s(), fmt::format("replica=\"{}\"", r.url));
+}
+
+Status RouterService::add_replica(std::string_view url, ReplicaLabels labels) {
+  KEEL_ASSIGN_OR_RETURN(ReplicaPtr r, replicas_.add(url, std::move(labels)));
+  if (started_.load()) start_feed(r);
+  return {};
+}
+
+void RouterService::start_feed(const ReplicaPtr& r) {
+  if (config_.cache_events && tokenizer_) run_cache_feed(*this, r);
+}
+
+void RouterService::start() {
+  upstream_.start();
+  started_.store(true);
+  for (const auto& r : *replicas_.snapshot()) start_feed(r);
+  upstream_.run_after(0, [this] { health_round(); });
+}
+
+void RouterService::stop() {
+  stopping_.store(true);
+  upstream_.stop();
+}
+
+void RouterService::schedule_health_round() {
+  if (!stopping()) upstream_.run_after(config_.health_interval_ms, [this] { health_round(); });
+}
+
+namespace {
+
+// The value of an unlabelled gauge `name` in a Prometheus text body, or -1.
+int64_t gauge_value(std::string_view text, std::string_view name) {
+  size_t at = 0;
+  while ((at = text.find(name, at)) != std::string_view::npos) {
+    bool line_start = at == 0 || text[at - 1] == '\n';
+    size_t after = at + name.size();
+    if (line_start && after < text.size() && text[after] == ' ') {
+      return static_cast<int64_t>(std::strtod(std::string(text.substr(after + 1, 32)).c_str(), nullptr));
+    }
+    at = after;
+  }
+  return -1;
+}
+
+}  // namespace
+
+void RouterService::health_round() {
+  if (stopping()) return;
+  auto list = replicas_.snapshot();
+  for (const auto& r : *list) {
+    UpstreamRequest req{.method = "GET", .target = "/health", .first_byte_timeout_ms = config_.health_timeout_ms,
+                        .idle_timeout_ms = config_.health_timeout_ms};
+    auto status = std::make_shared<int>(0);
+    upstream_.send(r->endpoint, std::move(req),
+                   {.on_head = [status](int s, const HeaderList&) { *status = s; },
+                    .on_data = nullptr,
+                    .on_done = [this, r, status](UpstreamFailure f, const std::string& msg) {
+                      const int64_t now_ms = now_us() / 1000;
+                      if (f != UpstreamFailure::kNone || *status != 200) {
+                        if (r->healthy.exchange(false)) {
+                          KEEL_LOG_WARN("replica {} is unhealthy: {}", r->url,
+                                        f != UpstreamFailure::kNone ? msg : fmt::format("/health answered {}", *status));
+                        }
+                        r->breaker.record_failure(now_ms);
+                        return;
+                      }
+                      if (!r->healthy.exchange(true)) KEEL_LOG_INFO("replica {} is healthy again", r->url);
+                      // Only a half-open breaker takes the health check as its probe: while closed, a
+                      // passing /health must not wipe the passive failure count of a replica that
+                      // answers its requests with errors.
+                      if (r->breaker.state(now_ms) == BreakerState::kHalfOpen && r->breaker.allow(now_ms)) {
+                        r->breaker.record_success();
+                      }
+                      poll_load(r);
+                    }});
+  }
+  schedule_health_round();
+}
+
+void RouterService::poll_load(const ReplicaPtr& r) {
+  auto body = std::make_shared<std::string>();
+  UpstreamRequest req{.method = "GET", .target = "/metrics", .first_byte_timeout_ms = config_.health_timeout_ms,
+                      .idle_timeout_ms = config_.health_timeout_ms};
+  upstream_.send(r->endpoint, std::move(req),
+                 {.on_head = nullptr,
+                  .on_data = [body](std::string_view b) {
+                    if (body->size() < (4 << 20)) body->append(b);
+                  },
+                  .on_done = [r, body](UpstreamFailure f, const std::string&) {
+                    if (f != UpstreamFailure::kNone) return;
+                    r->queued.store(gauge_value(*body, "keel_num_requests_waiting"));
+                    r->running.store(gauge_value(*body, "keel_num_requests_running"));
+                    r->kv_used.store(gauge_value(*body, "keel_kv_slots_used"));
+                    r->kv_total.store(gauge_value(*body, "keel_kv_slots_total"));
+                  }});
+}
+
+void RouterService::add_routes(server::http::Router& router) {
+  register_proxy_routes(*this, router);
+  register_admin_routes(*this, router);
+  router.add("GET", "/health", [this](server::http::HttpRequest&&, const ExchangePtr& ex) { handle_health(ex); });
+  router.add("GET", "/metrics", [this](server::http::HttpRequest&&, const ExchangePtr& ex) { handle_metrics(ex); });
+}
+
+void RouterService::handle_health(const ExchangePtr& ex) {
+  int64_t n_healthy = 0, n_total = 0;
+  const int64_t now_ms = now_us() / 1000;
+  for (const auto& r : *replicas_.snapshot()) {
+    ++n_total;
+    if (r->healthy.load() && r->state.load() == ReplicaState::kActive && r->breaker.available(now_ms)) ++n_healthy;
+  }
+  int status = n_healthy > 0 && !stopping() ? 200 : 503;
+  ex->respond(HttpResponse{
+      .status = status,
+      .body = json{{"status", status == 200 ? "ok" : "unavailable"}, {"replicas_healthy", n_healthy},
+                   {"replicas", n_total}}.dump()});
+}
+
+void RouterService::handle_metrics(const ExchangePtr& ex) {
+  ex->respond(HttpResponse{.status = 200,
+                           .content_type = "text/plain; version=0.0.4; charset=utf-8",
+                           .body = metrics_.render() + render_replica_metrics()});
+}
+
+std::string RouterService::render_replica_metrics() {
+  std::string out;
+  const int64_t now_ms = now_us() / 1000;
+  auto family = [&out](std::string_view name, std::string_view type, std::string_view help) {
+    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+  };
+  family("keel_router_decisions_total", "counter", "Routing decisions by reason.");
+  for (int d = 0; d < kNumDecisions; ++d) {
+    out += fmt::format("keel_router_decisions_total{{policy=\"{}\",decision=\"{}\"}} {}\n", policy_->name(),
+                       decision_name(static_cast<Decision>(d)), decisions_[d].load());
+  }
+  auto list = replicas_.snapshot();
+  struct Series {
+    const char* name;
+    const char* type;
+    const char* help;
+    std::function<double(const Replica&)> read;
+  };
+  const Series series[] = {
+      {"keel_router_replica_requests_total", "counter", "Upstream attempts sent to the replica.",
+       [](const Replica& r) { return static_cast<double>(r.n_requests.load()); }},
+      {"keel_router_replica_errors_total", "counter", "Failed upstream attempts (connect, timeout, reset, 5xx).",
+       [](const Replica& r) { return static_cast<double>(r.n_errors.load()); }},
+      {"keel_router_replica_retries_total", "counter", "Retries after a failed attempt on the replica.",
+       [](const Replica& r) { return static_cast<double>(r.n_retries.load()); }},
+      {"keel_router_replica_resumed_streams_total", "counter", "Streams continued on the replica after another died.",
+       [](const Replica& r) { return static_cast<double>(r.n_resumed.load()); }},
+      {"keel_router_replica_in_flight", "gauge", "Requests the router has in flight on the replica.",
+       [](const Replica& r) { return static_cast<double>(r.in_flight.load()); }},
+      {"keel_router_replica_cache_hit_keys_total", "counter", "Estimated cached prefix keys of routed prompts.",
+       [](const Replica& r) { return static_cast<double>(r.cache_hit_keys.load()); }},
+      {"keel_router_replica_prompt_keys_total", "counter", "Prefix keys of routed prompts.",
+       [](const Replica& r) { return static_cast<double>(r.prompt_keys.load()); }},
+      {"keel_router_replica_healthy", "gauge", "1 when the last health check passed.",
+       [](const Replica& r) { return r.healthy.load() ? 1.0 : 0.0; }},
+      {"keel_router_replica_breaker_open", "gauge", "Circuit breaker: 0 closed, 1 open, 2 half-open.",
+       [now_ms](const Replica& r) { return static_cast<double>(static_cast<int>(r.breaker.state(now_ms))); }},
+      {"keel_router_replica_queued", "gauge", "Queued requests the replica reported (-1 unknown).",
+       [](const Replica& r) { return static_cast<double>(r.queued.load()); }},
+  };
+  for (const auto& s : series) {
+    family(s.name, s.type, s.help);
+    for (const auto& r : *list) out += fmt::format("{}{{replica=\"{}\"}} {}\n", s.name, r->url, s.read(*r));
+  }
+  family("keel_router_replica_cache_entries", "gauge", "Prefix keys the router's index holds for the replica.");
+  for (const auto& r : *list) {
+    out += fmt::format("keel_router_replica_cache_entries{{replica=\"{}\",source=\"exact\"}} {}\n", r->url,
+                       index_.n_exact(r->id));
+    out += fmt::format("keel_router_replica_cache_entries{{replica=\"{}\",source=\"approx\"}} {}\n", r->url,
+                       index_.n_approx(r->id));
+  }
+  return out;
+}
+
+}  // namespace keel::router

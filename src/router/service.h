@@ -1,0 +1,130 @@
+// RouterService: `keel router`'s request front. Owns the replica set, prefix index, policy, tenant
+// table, upstream client, health checker and cache-event subscribers, and registers the routes on a
+// server/http Router: the proxied OpenAI endpoints, /health, /metrics and the admin API
+// (docs/router.md). Handlers run on the HTTP io threads; upstream callbacks on the client's threads.
+// Lifecycle from the controlling thread: construct, add_routes, start(); ...; stop().
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "router/policy.h"
+#include "router/prefix_index.h"
+#include "router/replica.h"
+#include "router/tenants.h"
+#include "router/upstream.h"
+#include "server/http/router.h"
+#include "server/metrics.h"
+
+namespace keel::router {
+
+// The prompt's token ids exactly as a replica would build them (chat template applied), or nullopt
+// when the body cannot be tokenized (the replica will answer it with its own 4xx). Set by the CLI
+// from the model's tokenizer; absent = character keys.
+using PromptTokenizer = std::function<std::optional<std::vector<int32_t>>(std::string_view path, std::string_view body)>;
+
+struct RouterConfig {
+  std::string policy = "cache_aware";
+  CacheAwareConfig cache_aware;
+  BreakerConfig breaker;
+  UpstreamConfig upstream;
+  int64_t max_response_bytes = 64 << 20;  // non-streamed replica responses larger than this -> 502
+  int32_t max_retries = 2;                // further replicas tried while nothing reached the client
+  int32_t retry_backoff_ms = 10;          // doubled per retry
+  double retry_budget_ratio = 0.2;        // retries earned per request ...
+  double retry_budget_min = 10;           // ... on top of this reserve (and the cap of the bucket)
+  int32_t health_interval_ms = 1000;
+  int32_t health_timeout_ms = 1000;
+  bool resume_streams = true;             // continue a stream on another replica when its replica dies
+  bool cache_events = true;               // subscribe to replicas' /v1/cache/events (needs a tokenizer)
+  int32_t char_block_bytes = 64;          // prefix key granularity without a tokenizer
+  int64_t max_approx_entries = 1 << 20;   // per replica
+  std::string admin_key;                  // required as Bearer on /admin/* when set
+  std::string region_header = "X-Keel-Region";
+  bool access_log = true;
+
+  Status validate() const;
+};
+
+class RetryBudget {
+ public:
+  RetryBudget(double ratio, double reserve) : ratio_(ratio), cap_(reserve), tokens_(reserve) {}
+  void on_request();
+  bool try_spend();
+
+ private:
+  double ratio_, cap_;
+  std::mutex mu_;
+  double tokens_;
+};
+
+class RouterService {
+ public:
+  RouterService(RouterConfig config, std::unique_ptr<Policy> policy, std::unique_ptr<TenantTable> tenants,
+                PromptTokenizer tokenizer);
+  ~RouterService();
+
+  Status add_replica(std::string_view url, ReplicaLabels labels);
+  void add_routes(server::http::Router& router);
+  void start();
+  void stop();
+
+  // --- used by the request flow (proxy.cc), health checks and feeds ---
+  const RouterConfig& config() const { return config_; }
+  ReplicaSet& replicas() { return replicas_; }
+  PrefixIndex& index() { return index_; }
+  Policy& policy() { return *policy_; }
+  UpstreamClient& upstream() { return upstream_; }
+  TenantTable* tenants() { return tenants_.get(); }
+  const PromptTokenizer& tokenizer() const { return tokenizer_; }
+  RetryBudget& retry_budget() { return retry_budget_; }
+  server::MetricsRegistry& metrics() { return metrics_; }
+  void count_decision(Decision d) { decisions_[static_cast<int>(d)].fetch_add(1, std::memory_order_relaxed); }
+  bool stopping() const { return stopping_.load(); }
+  uint64_t next_request_number() { return next_request_.fetch_add(1, std::memory_order_relaxed); }
+  server::Histogram& decision_seconds() { return *decision_s_; }
+  server::Histogram& latency_seconds(const Replica& r);
+
+ private:
+  void handle_health(const server::http::ExchangePtr& ex);
+  void handle_metrics(const server::http::ExchangePtr& ex);
+  std::string render_replica_metrics();
+  void schedule_health_round();
+  void health_round();
+  void poll_load(const ReplicaPtr& r);
+  void start_feed(const ReplicaPtr& r);
+
+  RouterConfig config_;
+  std::unique_ptr<Policy> policy_;
+  std::unique_ptr<TenantTable> tenants_;
+  PromptTokenizer tokenizer_;
+  ReplicaSet replicas_;
+  PrefixIndex index_;
+  UpstreamClient upstream_;
+  RetryBudget retry_budget_;
+  server::MetricsRegistry metrics_;
+  server::Histogram* decision_s_ = nullptr;
+  std::atomic<int64_t> decisions_[kNumDecisions] = {};
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> started_{false};
+  std::atomic<uint64_t> next_request_{1};
+  friend class AdminApi;
+  friend void register_admin_routes(RouterService& svc, server::http::Router& router);
+};
+
+// Admin API (admin.cc): /admin/replicas (GET list, POST add/drain/remove).
+void register_admin_routes(RouterService& svc, server::http::Router& router);
+// The proxied endpoints (proxy.cc).
+void register_proxy_routes(RouterService& svc, server::http::Router& router);
+// Subscribes to one replica's cache-event stream until it is removed or the router stops (cache_feed.cc).
+void run_cache_feed(RouterService& svc, const ReplicaPtr& replica);
+
+}  // namespace keel::router

@@ -1,0 +1,296 @@
+// A call: take a pooled connection or connect (connect timeout) -> write the request -> read the
+// response head (first-byte timeout) -> read the body piece by piece (idle timeout per read) -> give
+// the connection back to the pool if both sides keep it alive. Everything of one call runs on the
+// strand of its connection.
+#include "router/upstream.h"
+
+#include <atomic>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/buffer_body.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+#include <fmt/format.h>
+
+namespace keel::router {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+using tcp = net::ip::tcp;
+
+Status UpstreamConfig::validate() const {
+  if (connect_timeout_ms < 1 || first_byte_timeout_ms < 1 || idle_timeout_ms < 1) {
+    return make_error(ErrorCode::kInvalidArgument, "upstream timeouts must be >= 1 ms");
+  }
+  if (max_idle_per_replica < 0) return make_error(ErrorCode::kInvalidArgument, "max idle connections must be >= 0");
+  if (n_threads < 1) return make_error(ErrorCode::kInvalidArgument, "upstream threads must be >= 1");
+  return {};
+}
+
+std::string_view upstream_failure_name(UpstreamFailure f) {
+  switch (f) {
+    case UpstreamFailure::kNone: return "none";
+    case UpstreamFailure::kConnect: return "connect";
+    case UpstreamFailure::kFirstByte: return "first_byte";
+    case UpstreamFailure::kBody: return "body";
+    case UpstreamFailure::kProtocol: return "protocol";
+  }
+  return "unknown";
+}
+
+struct UpstreamClient::Impl : std::enable_shared_from_this<Impl> {
+  explicit Impl(UpstreamConfig c) : config(c) {}
+
+  std::unique_ptr<beast::tcp_stream> take_idle(const std::string& key) {
+    std::lock_guard lock(mu);
+    auto& v = idle[key];
+    if (v.empty()) return nullptr;
+    auto s = std::move(v.back());
+    v.pop_back();
+    return s;
+  }
+  void give_back(const std::string& key, std::unique_ptr<beast::tcp_stream> s) {
+    std::lock_guard lock(mu);
+    auto& v = idle[key];
+    if (static_cast<int32_t>(v.size()) < config.max_idle_per_replica && !stopping) v.push_back(std::move(s));
+  }
+  Result<tcp::resolver::results_type> resolve(const Endpoint& ep, const std::string& key) {
+    {
+      std::lock_guard lock(mu);
+      if (auto it = resolved.find(key); it != resolved.end()) return it->second;
+    }
+    tcp::resolver resolver(ioc);
+    beast::error_code ec;
+    auto results = resolver.resolve(ep.host, std::to_string(ep.port), ec);
+    if (ec) return make_error(ErrorCode::kUnavailable, "resolving {}: {}", ep.host, ec.message());
+    std::lock_guard lock(mu);
+    resolved[key] = results;
+    return results;
+  }
+
+  UpstreamConfig config;
+  net::io_context ioc;
+  std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
+  std::vector<std::thread> threads;
+  mutable std::mutex mu;
+  bool stopping = false;
+  std::map<std::string, std::vector<std::unique_ptr<beast::tcp_stream>>> idle;
+  std::map<std::string, tcp::resolver::results_type> resolved;
+};
+
+namespace {
+
+constexpr size_t kBodyPiece = 16 << 10;
+
+class Call final : public UpstreamCall, public std::enable_shared_from_this<Call> {
+ public:
+  Call(std::shared_ptr<UpstreamClient::Impl> client, Endpoint ep, UpstreamRequest req, UpstreamCallbacks cb)
+      : client_(std::move(client)), ep_(std::move(ep)), key_(fmt::format("{}:{}", ep_.host, ep_.port)),
+        req_(std::move(req)), cb_(std::move(cb)) {
+    const auto& c = client_->config;
+    first_byte_ms_ = req_.first_byte_timeout_ms > 0 ? req_.first_byte_timeout_ms : c.first_byte_timeout_ms;
+    idle_ms_ = req_.idle_timeout_ms > 0 ? req_.idle_timeout_ms : c.idle_timeout_ms;
+    wire_ = fmt::format("{} {} HTTP/1.1\r\nHost: {}\r\n", req_.method, req_.target, key_);
+    for (const auto& [k, v] : req_.headers) wire_ += fmt::format("{}: {}\r\n", k, v);
+    wire_ += fmt::format("Content-Length: {}\r\nConnection: keep-alive\r\n\r\n", req_.body.size());
+    wire_ += req_.body;
+  }
+
+  void start() {
+    if (auto s = client_->take_idle(key_)) {
+      stream_ = std::move(s);
+      strand_ = stream_->get_executor();
+      reused_ = true;
+      net::post(strand_, [self = shared_from_this()] { self->write(); });
+      return;
+    }
+    strand_ = net::make_strand(client_->ioc);
+    net::post(strand_, [self = shared_from_this()] { self->connect(); });
+  }
+
+  void cancel() override {
+    net::post(strand_, [self = shared_from_this()] {
+      self->done_ = true;
+      self->cb_ = {};
+      if (!self->stream_) return;
+      beast::error_code ignored;
+      self->stream_->socket().shutdown(tcp::socket::shutdown_both, ignored);
+      self->stream_->close();
+    });
+  }
+
+ private:
+  void connect() {
+    if (done_) return;
+    reused_ = false;
+    stream_ = std::make_unique<beast::tcp_stream>(strand_);
+    auto results = client_->resolve(ep_, key_);
+    if (!results.ok()) return finish(UpstreamFailure::kConnect, results.status().message());
+    stream_->expires_after(std::chrono::milliseconds(client_->config.connect_timeout_ms));
+    stream_->async_connect(*results, [self = shared_from_this()](beast::error_code ec, const tcp::endpoint&) {
+      if (self->done_) return;
+      if (ec) return self->finish(UpstreamFailure::kConnect, fmt::format("connect {}: {}", self->key_, ec.message()));
+      self->write();
+    });
+  }
+
+  void write() {
+    if (done_) return;
+    stream_->expires_after(std::chrono::milliseconds(first_byte_ms_));
+    net::async_write(*stream_, net::buffer(wire_), [self = shared_from_this()](beast::error_code ec, size_t) {
+      if (self->done_) return;
+      if (ec) return self->early_failure(ec);
+      self->read_head();
+    });
+  }
+
+  void read_head() {
+    parser_.emplace();
+    parser_->header_limit(64 << 10);
+    parser_->body_limit(std::numeric_limits<std::uint64_t>::max());  // not boost::none: 1.74 compares it wrongly
+    bhttp::async_read_header(*stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
+      if (self->done_) return;
+      if (ec) return self->early_failure(ec);
+      self->on_head();
+    });
+  }
+
+  // Before any response byte: a reused connection the replica had closed is retried fresh once.
+  void early_failure(beast::error_code ec) {
+    if (reused_ && ec != beast::error::timeout) {
+      stream_->close();
+      buffer_.clear();
+      parser_.reset();
+      return connect();
+    }
+    auto kind = ec == beast::error::timeout ? "timed out waiting for the response" : ec.message();
+    finish(UpstreamFailure::kFirstByte, fmt::format("{}: {}", key_, kind));
+  }
+
+  void on_head() {
+    HeaderList headers;
+    const auto& res = parser_->get();
+    for (const auto& f : res) headers.emplace_back(f.name_string(), f.value());
+    if (cb_.on_head) cb_.on_head(static_cast<int>(res.result_int()), headers);
+    read_body();
+  }
+
+  void read_body() {
+    if (done_) return;
+    if (parser_->is_done()) return complete();
+    parser_->get().body().data = piece_;
+    parser_->get().body().size = kBodyPiece;
+    parser_->get().body().more = true;
+    stream_->expires_after(std::chrono::milliseconds(idle_ms_));
+    bhttp::async_read_some(*stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
+      if (self->done_) return;
+      if (ec == bhttp::error::need_buffer) ec = {};
+      size_t n = kBodyPiece - self->parser_->get().body().size;
+      if (n > 0 && self->cb_.on_data) self->cb_.on_data(std::string_view(self->piece_, n));
+      if (self->done_) return;
+      if (ec == bhttp::error::end_of_stream && self->parser_->is_done()) ec = {};
+      if (ec) {
+        auto what = ec == beast::error::timeout ? std::string("idle timeout in the response body") : ec.message();
+        return self->finish(UpstreamFailure::kBody, fmt::format("{}: {}", self->key_, what));
+      }
+      self->read_body();
+    });
+  }
+
+  void complete() {
+    bool keep = parser_->keep_alive() && buffer_.size() == 0;
+    if (keep) {
+      stream_->expires_never();
+      client_->give_back(key_, std::move(stream_));
+    }
+    finish(UpstreamFailure::kNone, "");
+  }
+
+  void finish(UpstreamFailure f, const std::string& message) {
+    if (done_) return;
+    done_ = true;
+    if (f != UpstreamFailure::kNone && stream_) {
+      beast::error_code ignored;
+      stream_->socket().close(ignored);
+    }
+    auto cb = std::move(cb_.on_done);
+    cb_ = {};
+    if (cb) cb(f, message);
+  }
+
+  std::shared_ptr<UpstreamClient::Impl> client_;
+  Endpoint ep_;
+  std::string key_;
+  UpstreamRequest req_;
+  UpstreamCallbacks cb_;
+  int32_t first_byte_ms_ = 0, idle_ms_ = 0;
+  std::string wire_;
+  net::any_io_executor strand_;  // fixed before start() returns: a reconnect reuses it
+  std::unique_ptr<beast::tcp_stream> stream_;
+  bool reused_ = false;
+  bool done_ = false;
+  beast::flat_buffer buffer_;
+  std::optional<bhttp::response_parser<bhttp::buffer_body>> parser_;
+  char piece_[kBodyPiece];
+};
+
+}  // namespace
+
+UpstreamClient::UpstreamClient(UpstreamConfig config) : impl_(std::make_shared<Impl>(config)) {}
+UpstreamClient::~UpstreamClient() { stop(); }
+
+void UpstreamClient::start() {
+  impl_->work.emplace(impl_->ioc.get_executor());
+  for (int i = 0; i < impl_->config.n_threads; ++i) impl_->threads.emplace_back([impl = impl_] { impl->ioc.run(); });
+}
+
+void UpstreamClient::stop() {
+  if (impl_->threads.empty()) return;
+  {
+    std::lock_guard lock(impl_->mu);
+    impl_->stopping = true;
+    impl_->idle.clear();
+  }
+  impl_->work.reset();
+  impl_->ioc.stop();
+  for (auto& t : impl_->threads) t.join();
+  impl_->threads.clear();
+}
+
+std::shared_ptr<UpstreamCall> UpstreamClient::send(const Endpoint& endpoint, UpstreamRequest request,
+                                                   UpstreamCallbacks callbacks) {
+  auto call = std::make_shared<Call>(impl_, endpoint, std::move(request), std::move(callbacks));
+  call->start();
+  return call;
+}
+
+void UpstreamClient::run_after(int64_t delay_ms, std::function<void()> fn) {
+  auto timer = std::make_shared<net::steady_timer>(impl_->ioc, std::chrono::milliseconds(delay_ms));
+  timer->async_wait([timer, fn = std::move(fn)](beast::error_code ec) {
+    if (!ec) fn();
+  });
+}
+
+int64_t UpstreamClient::n_idle() const {
+  std::lock_guard lock(impl_->mu);
+  int64_t n = 0;
+  for (const auto& [_, v] : impl_->idle) n += static_cast<int64_t>(v.size());
+  return n;
+}
+
+}  // namespace keel::router

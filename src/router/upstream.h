@@ -1,0 +1,83 @@
+// UpstreamClient: the router's asynchronous HTTP/1.1 client to replicas (Boost.Beast; the only
+// router TU that includes it). Keep-alive connections are pooled per replica endpoint; each call
+// runs on its connection's strand, so no thread is tied to a connection. Response bodies are handed
+// over as they arrive (SSE flows through without buffering). Timeouts: connect, first byte (request
+// sent -> response head), idle (between body reads). A pooled connection the replica already closed
+// is retried once on a fresh one, invisibly. Callbacks run on the call's strand, one at a time.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+#include "router/replica.h"
+
+namespace keel::router {
+
+using HeaderList = std::vector<std::pair<std::string, std::string>>;
+
+struct UpstreamConfig {
+  int32_t connect_timeout_ms = 1000;
+  int32_t first_byte_timeout_ms = 60'000;
+  int32_t idle_timeout_ms = 30'000;
+  int32_t max_idle_per_replica = 64;
+  int32_t n_threads = 1;
+
+  Status validate() const;
+};
+
+struct UpstreamRequest {
+  std::string method = "POST";
+  std::string target;  // path + query
+  HeaderList headers;  // Host, Content-Length and Connection are added
+  std::string body;
+  int32_t first_byte_timeout_ms = 0;  // 0 = the config's
+  int32_t idle_timeout_ms = 0;        // 0 = the config's
+};
+
+// Where a call failed; kNone = the whole response arrived.
+enum class UpstreamFailure { kNone, kConnect, kFirstByte, kBody, kProtocol };
+std::string_view upstream_failure_name(UpstreamFailure f);
+
+struct UpstreamCallbacks {
+  std::function<void(int status, const HeaderList& headers)> on_head;
+  std::function<void(std::string_view bytes)> on_data;
+  std::function<void(UpstreamFailure failure, const std::string& message)> on_done;  // exactly once
+};
+
+class UpstreamCall {
+ public:
+  virtual ~UpstreamCall() = default;
+  // Closes the connection; no callback runs after cancel() returns... on the call's strand (it is
+  // posted there), so a callback already running finishes first.
+  virtual void cancel() = 0;
+};
+
+class UpstreamClient {
+ public:
+  explicit UpstreamClient(UpstreamConfig config);
+  ~UpstreamClient();  // stops
+  UpstreamClient(const UpstreamClient&) = delete;
+  UpstreamClient& operator=(const UpstreamClient&) = delete;
+
+  void start();
+  void stop();
+
+  std::shared_ptr<UpstreamCall> send(const Endpoint& endpoint, UpstreamRequest request, UpstreamCallbacks callbacks);
+  // Runs fn on the client's threads after delay_ms (retry backoff, periodic checks).
+  void run_after(int64_t delay_ms, std::function<void()> fn);
+  // Pooled idle connections right now (for tests and metrics).
+  int64_t n_idle() const;
+
+  struct Impl;  // upstream.cc (public so its calls can hold it)
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace keel::router

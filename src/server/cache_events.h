@@ -1,0 +1,62 @@
+// GET /v1/cache/events: the radix cache's change feed (cache/cache_event.h) as server-sent events,
+// for routers. Each subscriber first gets `event: reset` ({"seq": S}) and the tree's content as of
+// change S (stored spans, parents first), then every later change in seq order, one `data:` event
+// each ({"seq", "kind": "stored"|"removed", "parent_hash", "hash", "prefix_len", "tokens"}), and a
+// `:` heartbeat each second. If the engine's bounded feed dropped events, every subscriber's stream
+// is ended so it resubscribes and gets a fresh snapshot. One pump thread drains the engine and fans
+// out; handlers only enqueue. start()/stop() from the controlling thread; stop() before the engine
+// drains (it ends the streams, so the HTTP server's stop does not wait on them).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "cache/cache_event.h"
+#include "cache/radix_tree.h"
+#include "server/http/exchange.h"
+#include "server/http/router.h"
+
+namespace keel::server {
+
+struct CacheEventSource {
+  std::function<int64_t(std::vector<cache::CacheEvent>&)> drain;  // ThreadedEngine::drain_cache_events
+  std::function<cache::FeedSnapshot()> snapshot;                  // ThreadedEngine::cache_snapshot
+};
+
+class CacheEventPublisher {
+ public:
+  CacheEventPublisher(CacheEventSource source, int32_t poll_ms = 20, int32_t heartbeat_ms = 1000);
+  ~CacheEventPublisher();
+
+  void add_routes(http::Router& router);
+  void start();
+  void stop();
+
+ private:
+  struct Subscriber {
+    http::ExchangePtr exchange;
+    uint64_t since = 0;  // changes up to this seq are in its snapshot
+    std::shared_ptr<std::atomic<bool>> gone;
+  };
+  void run();
+  void pump(std::vector<Subscriber>& pending, bool heartbeat);
+
+  CacheEventSource source_;
+  int32_t poll_ms_, heartbeat_ms_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  std::vector<Subscriber> pending_;  // guarded by mu_
+  std::vector<Subscriber> live_;     // pump thread only
+  uint64_t last_seq_ = 0;            // pump thread only
+  std::vector<cache::CacheEvent> drained_;
+  std::thread thread_;
+};
+
+}  // namespace keel::server

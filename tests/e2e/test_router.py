@@ -1,0 +1,357 @@
+"""`keel router` end to end: three real `keel serve` replicas (SmolLM2, CPU, one thread each) behind a
+real router process, driven by the official openai client. Covers prefix routing (checked against the
+replicas' own cached-token counts), tenants and rate limits, the admin API, bad input, router restart
+(cache map rebuilt from the replicas' event streams) and, last, SIGKILL of a replica under load."""
+import concurrent.futures
+import hashlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+
+import openai
+import pytest
+
+ADMIN_KEY = "admin-secret"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_healthy(base: str, proc: subprocess.Popen, timeout_s: float = 120) -> None:
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        try:
+            with urllib.request.urlopen(base + "/health", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except (urllib.error.URLError, ConnectionError):
+            pass
+        assert proc.poll() is None, proc.stdout.read()
+        time.sleep(0.1)
+    proc.kill()
+    pytest.fail(f"{base} did not become healthy in {timeout_s} s")
+
+
+def start_replica(keel_bin: str, model_path: str, port: int) -> subprocess.Popen:
+    return subprocess.Popen([keel_bin, "serve", "--model", model_path, "--port", str(port), "--served-model-name",
+                             "smollm2", "--kv-tokens", "2048", "-t", "1", "--http-threads", "1"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "KEEL_THREADS": "1"})
+
+
+def start_router(keel_bin: str, workers: list[str], *extra: str, model_path: str | None = None,
+                 port: int | None = None) -> tuple[str, subprocess.Popen]:
+    port = port or free_port()
+    args = [keel_bin, "router", "--port", str(port), "--admin-key", ADMIN_KEY, "--health-interval-ms", "200",
+            "--workers", *workers, *extra]
+    if model_path:
+        args += ["--model", model_path]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    base = f"http://127.0.0.1:{port}"
+    wait_healthy(base, proc, 30)
+    return base, proc
+
+
+def stop(proc: subprocess.Popen) -> str:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return proc.stdout.read() if proc.stdout else ""
+
+
+def http(method: str, url: str, body=None, headers=None) -> tuple[int, dict, str]:
+    data = None if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
+    req = urllib.request.Request(url, data=data, method=method,
+                                 headers={"Content-Type": "application/json", **(headers or {})})
+    try:
+        with urllib.request.urlopen(req, timeout=120) as r:
+            return r.status, dict(r.headers), r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, dict(e.headers), e.read().decode()
+
+
+def declared_body_status(base: str, n_bytes: int) -> int:
+    """Status answered to a request that declares an n_bytes body (headers only: the answer comes first)."""
+    host, port = base.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as s:
+        s.sendall(f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  f"Content-Length: {n_bytes}\r\n\r\n".encode())
+        return int(s.recv(4096).split(b" ")[1])
+
+
+def admin(method: str, base: str, path: str, body=None) -> tuple[int, dict]:
+    status, _, text = http(method, base + path, body, {"Authorization": f"Bearer {ADMIN_KEY}"})
+    return status, json.loads(text)
+
+
+def replica_metric(url: str, name: str) -> float:
+    _, _, text = http("GET", url + "/metrics")
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    raise AssertionError(f"{name} not in {url}/metrics")
+
+
+def client_for(base: str, key: str = "unused") -> openai.OpenAI:
+    return openai.OpenAI(base_url=base + "/v1", api_key=key, max_retries=0, timeout=300)
+
+
+def chat(client: openai.OpenAI, system: str, user: str, max_tokens: int = 4, **kw):
+    """One chat call; returns (replica URL the router chose, parsed completion)."""
+    raw = client.chat.completions.with_raw_response.create(
+        model="smollm2", messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
+        max_tokens=max_tokens, temperature=0, **kw)
+    return raw.headers["x-keel-replica"], raw.parse()
+
+
+# Three system prompts long enough (~100 tokens) that a shared prefix dominates each prompt.
+SYSTEMS = [f"You are assistant number {i}. " + " ".join(f"Rule {i}.{k}: answer about topic {topic} briefly."
+                                                          for k in range(8))
+           for i, topic in enumerate(["astronomy", "cooking", "sailing"])]
+
+
+@pytest.fixture(scope="module")
+def replicas(keel_bin, model_path):
+    ports = [free_port() for _ in range(3)]
+    procs = [start_replica(keel_bin, model_path, p) for p in ports]
+    urls = [f"http://127.0.0.1:{p}" for p in ports]
+    for url, proc in zip(urls, procs):
+        wait_healthy(url, proc)
+    yield urls, procs
+    for p in procs:
+        stop(p)
+
+
+@pytest.fixture(scope="module")
+def router(keel_bin, model_path, replicas):
+    base, proc = start_router(keel_bin, replicas[0], model_path=model_path)
+    yield base, proc
+    stop(proc)
+
+
+def check_prefix_routing(base: str, systems: list[str]) -> None:
+    c = client_for(base)
+    first = {}
+    for i, system in enumerate(systems):
+        first[i], _ = chat(c, system, "Hello?")
+    for round_ in range(2):
+        for i, system in enumerate(systems):
+            replica, resp = chat(c, system, f"Question {round_} for prefix {i}?")
+            assert replica == first[i], f"prefix {i} moved from {first[i]} to {replica}"
+            # The replica's own accounting: the shared system prompt was served from its cache.
+            assert resp.usage.prompt_tokens_details.cached_tokens >= 80
+    assert len(set(first.values())) >= 2, f"three prefixes all went to one replica: {first}"
+
+
+def test_routing_follows_prefixes_and_replicas_confirm_cache_hits(router, replicas):
+    base, _ = router
+    check_prefix_routing(base, SYSTEMS)
+    _, _, metrics = http("GET", base + "/metrics")
+    assert 'keel_router_decisions_total{policy="cache_aware",decision="cache_hit"} 6' in metrics
+    status, body = admin("GET", base, "/admin/replicas")
+    assert status == 200
+    assert all(r["cache_source"] == "exact" for r in body["replicas"])
+
+
+def test_approximate_index_without_a_tokenizer_also_follows_prefixes(keel_bin, replicas):
+    """No --model: character keys and the tree of what the router sent where (no exact feed)."""
+    base, proc = start_router(keel_bin, replicas[0])
+    try:
+        check_prefix_routing(base, [s.replace("assistant", "helper") for s in SYSTEMS])
+        _, body = admin("GET", base, "/admin/replicas")
+        assert {r["cache_source"] for r in body["replicas"]} == {"approximate"}
+    finally:
+        stop(proc)
+
+
+def test_streaming_passes_through_and_matches_non_streaming(router):
+    c = client_for(base := router[0])
+    msgs = [{"role": "user", "content": "Count from one to five."}]
+    full = c.chat.completions.create(model="smollm2", messages=msgs, max_tokens=12, temperature=0)
+    chunks = list(c.chat.completions.create(model="smollm2", messages=msgs, max_tokens=12, temperature=0,
+                                            stream=True, stream_options={"include_usage": True}))
+    text = "".join(ch.choices[0].delta.content or "" for ch in chunks if ch.choices)
+    assert text == full.choices[0].message.content
+    assert len({ch.id for ch in chunks}) == 1
+    assert chunks[-1].usage.completion_tokens == full.usage.completion_tokens
+    status, headers, _ = http("POST", base + "/v1/completions", {"model": "smollm2", "prompt": "Hi", "max_tokens": 2},
+                              {"X-Request-Id": "my-request-42"})
+    assert status == 200 and headers["X-Request-Id"] == "my-request-42"
+
+
+def test_bad_requests_and_bad_admin_calls_get_4xx(router, replicas):
+    base, _ = router
+    assert http("POST", base + "/v1/chat/completions", b"{not json")[0] == 400
+    assert http("POST", base + "/v1/chat/completions", b"[1, 2]")[0] == 400
+    assert http("GET", base + "/v1/chat/completions")[0] == 405
+    assert http("GET", base + "/nope")[0] == 404
+    assert declared_body_status(base, 9 << 20) == 413
+    # The replica's own validation comes back through the router unchanged (not retried as a failure).
+    status, _, text = http("POST", base + "/v1/chat/completions", {"model": "smollm2", "messages": [], "max_tokens": 1})
+    assert status == 400 and "messages" in json.loads(text)["error"]["message"]
+    assert http("GET", base + "/admin/replicas")[0] == 401
+    assert http("GET", base + "/admin/replicas", headers={"Authorization": "Bearer wrong"})[0] == 401
+    assert admin("POST", base, "/admin/replicas", {"url": "ftp://x:1"})[0] == 400
+    assert admin("POST", base, "/admin/replicas", {"url": "http://127.0.0.1:99999"})[0] == 400
+    assert admin("POST", base, "/admin/replicas", {"nourl": 1})[0] == 400
+    assert admin("POST", base, "/admin/replicas", {"url": "http://127.0.0.1:1", "labels": {"colour": "x"}})[0] == 400
+    assert admin("POST", base, "/admin/replicas", {"url": replicas[0][0]})[0] == 409
+    assert admin("POST", base, "/admin/replicas/drain", {"url": "http://127.0.0.1:1"})[0] == 404
+    assert admin("POST", base, "/admin/replicas/remove", {"url": "http://127.0.0.1:1"})[0] == 404
+    status, _, _ = http("POST", base + "/admin/replicas", b"not json", {"Authorization": f"Bearer {ADMIN_KEY}"})
+    assert status == 400
+
+
+def test_admin_drain_remove_and_add_at_run_time(keel_bin, model_path, replicas):
+    urls = replicas[0]
+    base, proc = start_router(keel_bin, urls[:2], "--policy", "round_robin")
+    try:
+        c = client_for(base)
+        assert admin("POST", base, "/admin/replicas/drain", {"url": urls[0]})[0] == 200
+        assert {chat(c, "s", f"q{i}", max_tokens=1)[0] for i in range(4)} == {urls[1]}
+        assert admin("POST", base, "/admin/replicas", {"url": urls[2], "labels": {"region": "eu", "pool": "p"}})[0] == 201
+        assert admin("POST", base, "/admin/replicas/remove", {"url": urls[0]})[0] == 200
+        status, body = admin("GET", base, "/admin/replicas")
+        listed = {r["url"]: r for r in body["replicas"]}
+        assert set(listed) == {urls[1], urls[2]} and listed[urls[2]]["labels"]["region"] == "eu"
+        deadline = time.time() + 30  # the new replica serves once its first health check passed
+        seen = set()
+        while seen != {urls[1], urls[2]} and time.time() < deadline:
+            seen.add(chat(c, "s", "q", max_tokens=1)[0])
+        assert seen == {urls[1], urls[2]}
+    finally:
+        stop(proc)
+
+
+def test_tenants_are_isolated_and_rate_limited(keel_bin, replicas, tmp_path):
+    urls = replicas[0]
+    sha = lambda k: hashlib.sha256(k.encode()).hexdigest()  # noqa: E731
+    cfg = {"tenants": [
+        {"name": "acme", "pool": "a", "api_keys_sha256": [sha("key-acme")]},
+        {"name": "globex", "pool": "b", "api_keys_sha256": [sha("key-globex")]},
+        {"name": "tiny", "pool": "b", "rate_per_s": 0.2, "burst": 2, "api_keys_sha256": [sha("key-tiny")]}]}
+    path = tmp_path / "tenants.json"
+    path.write_text(json.dumps(cfg))
+    assert "key-acme" not in path.read_text()
+    base, proc = start_router(keel_bin, [urls[0] + "@pool=a", urls[1] + "@pool=b", urls[2] + "@pool=b"],
+                              "--tenants", str(path))
+    try:
+        acme, globex = client_for(base, "key-acme"), client_for(base, "key-globex")
+        assert {chat(acme, f"s{i}", "q", max_tokens=1)[0] for i in range(4)} == {urls[0]}
+        assert {chat(globex, f"s{i}", "q", max_tokens=1)[0] for i in range(6)} <= {urls[1], urls[2]}
+        with pytest.raises(openai.AuthenticationError):
+            chat(client_for(base, "key-unknown"), "s", "q", max_tokens=1)
+        assert http("POST", base + "/v1/completions", {"model": "smollm2", "prompt": "x"})[0] == 401
+        tiny = client_for(base, "key-tiny")
+        chat(tiny, "s", "q", max_tokens=1)
+        chat(tiny, "s", "q", max_tokens=1)
+        with pytest.raises(openai.RateLimitError) as e:
+            chat(tiny, "s", "q", max_tokens=1)
+        assert int(e.value.response.headers["retry-after"]) >= 1
+        chat(acme, "s", "q", max_tokens=1)  # another tenant's key is not limited by tiny's bucket
+    finally:
+        stop(proc)
+
+
+def test_region_header_prefers_local_replicas(keel_bin, replicas):
+    urls = replicas[0]
+    base, proc = start_router(keel_bin, [urls[0] + "@region=eu", urls[1] + "@region=us", urls[2] + "@region=us"])
+    try:
+        c = client_for(base)
+        eu = {chat(c, f"s{i}", "q", max_tokens=1, extra_headers={"X-Keel-Region": "eu"})[0] for i in range(4)}
+        us = {chat(c, f"s{i}", "q", max_tokens=1, extra_headers={"X-Keel-Region": "us"})[0] for i in range(6)}
+        assert eu == {urls[0]} and us <= {urls[1], urls[2]}
+    finally:
+        stop(proc)
+
+
+def test_router_restart_rebuilds_the_cache_map_from_replicas(keel_bin, model_path, replicas):
+    urls = replicas[0]
+    base, proc = start_router(keel_bin, urls, model_path=model_path)
+    port = int(base.rsplit(":", 1)[1])
+    system = "You are a restart test. " + " ".join(f"Fact {k}: the sky is blue on day {k}." for k in range(10))
+    holder, _ = chat(client_for(base), system, "first")
+    stop(proc)
+    t0 = time.time()
+    base, proc = start_router(keel_bin, urls, model_path=model_path, port=port)
+    try:
+        deadline = t0 + 60
+        while time.time() < deadline:
+            _, body = admin("GET", base, "/admin/replicas")
+            entries = {r["url"]: (r["cache_source"], r["cache_entries"]) for r in body["replicas"]}
+            expected = {u: ("exact", int(replica_metric(u, "keel_kv_slots_used"))) for u in urls}
+            if entries == expected:
+                break
+            time.sleep(0.05)
+        rebuilt_s = time.time() - t0
+        assert entries == expected
+        print(f"cache map rebuilt {rebuilt_s:.2f} s after the restart began")
+        again, resp = chat(client_for(base), system, "second")
+        assert again == holder and resp.usage.prompt_tokens_details.cached_tokens >= 80
+    finally:
+        stop(proc)
+
+
+def _stream(client, prompt, max_tokens, started=None):
+    raw = client.chat.completions.with_raw_response.create(
+        model="smollm2", messages=[{"role": "user", "content": prompt}], max_tokens=max_tokens, temperature=0,
+        stream=True, stream_options={"include_usage": True})
+    replica = raw.headers["x-keel-replica"]
+    pieces, ids, usage = [], set(), None
+    for i, ch in enumerate(raw.parse()):
+        ids.add(ch.id)
+        if ch.choices and ch.choices[0].delta.content:
+            pieces.append(ch.choices[0].delta.content)
+        if ch.usage:
+            usage = (ch.usage.prompt_tokens, ch.usage.completion_tokens)
+        if started is not None and i == 3:
+            started(replica)
+    return replica, "".join(pieces), ids, usage
+
+
+def test_sigkill_under_load_loses_nothing_and_resumed_streams_match(keel_bin, model_path, replicas):
+    """Last in this module: it kills one of the shared replicas."""
+    urls, procs = replicas
+    base, proc = start_router(keel_bin, urls, "--policy", "round_robin", model_path=model_path)
+    c = client_for(base)
+    prompts = [f"Tell a long story about a {animal} who learns to sail." for animal in
+               ["fox", "owl", "cat", "bear", "seal", "wolf"]]
+    try:
+        # Uninterrupted greedy references (router and replicas healthy).
+        refs = {p: _stream(c, p, 40) for p in prompts}
+        victim = {}
+
+        def started(replica):
+            if "url" not in victim:
+                victim["url"] = replica
+                os.kill(procs[urls.index(replica)].pid, signal.SIGKILL)
+
+        with concurrent.futures.ThreadPoolExecutor(len(prompts) + 4) as pool:
+            streams = [pool.submit(_stream, c, p, 40, started if i == 0 else None) for i, p in enumerate(prompts)]
+            plain = [pool.submit(chat, c, "You are brief.", f"Plain request {i}", 8) for i in range(4)]
+            results = [f.result() for f in streams]
+            plain_results = [f.result() for f in plain]
+        assert "url" in victim
+        for p, (_, text, ids, usage) in zip(prompts, results):
+            assert text == refs[p][1], f"stream for {p!r} differs from the uninterrupted run"
+            assert len(ids) == 1  # one completion id, even across replicas
+            assert usage == refs[p][3]  # usage counts the tokens of both replicas once
+        assert all(r[1].choices[0].message.content for r in plain_results)
+        _, _, metrics = http("GET", base + "/metrics")
+        resumed = sum(float(line.split()[-1]) for line in metrics.splitlines()
+                      if line.startswith("keel_router_replica_resumed_streams_total"))
+        assert resumed >= 1
+    finally:
+        stop(proc)

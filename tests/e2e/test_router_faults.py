@@ -1,0 +1,189 @@
+"""`keel router` under injected faults. FakeBackend below is a tiny Python HTTP server used ONLY to
+inject faults a real replica will not produce on demand (HTTP 500s, a stall before the first byte, a
+stream cut mid-way); refused connections use a port nobody listens on. Every successful answer in
+these tests comes from a real `keel serve` replica."""
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import json
+import subprocess
+import threading
+import time
+
+import openai
+import pytest
+
+from test_router import client_for, free_port, http, start_replica, start_router, stop, wait_healthy
+
+
+class FakeBackend:
+    """Fault injection only: mode '500' answers every POST with 500, 'slow' stalls POSTs for 5 s,
+    'cut' starts an SSE stream, sends two chunks and drops the connection (and refuses to resume a
+    stream with 503), 'ok' answers a fixed chat completion. /health always answers 200 (so only passive detection can catch it)."""
+
+    def __init__(self, mode: str):
+        self.mode = mode
+        self.posts = 0
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def _send(self, status, body, ctype="application/json"):
+                data = body.encode()
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                self._send(200, '{"status":"ok"}' if self.path == "/health" else "")
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                fake.posts += 1
+                if fake.mode == "500":
+                    return self._send(500, '{"error":{"message":"injected","type":"internal"}}')
+                if fake.mode == "slow":
+                    time.sleep(5)
+                    return self._send(200, "{}")
+                if self.headers.get("X-Keel-Resume"):  # a fake cannot continue a stream
+                    return self._send(503, '{"error":{"message":"cannot resume","type":"unavailable"}}')
+                if fake.mode == "ok":
+                    return self._send(200, json.dumps({
+                        "id": "fake", "object": "chat.completion", "created": 0, "model": "smollm2",
+                        "choices": [{"index": 0, "finish_reason": "stop",
+                                     "message": {"role": "assistant", "content": "fake"}}]}))
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                for i, word in enumerate(["Hello", " there"]):
+                    chunk = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "smollm2",
+                             "choices": [{"index": 0, "delta": {"content": word}, "finish_reason": None}]}
+                    ev = f'event: keel_tokens\ndata: {{"index":0,"token_ids":[{i + 1}]}}\n\ndata: {json.dumps(chunk)}\n\n'
+                    self.wfile.write(f"{len(ev.encode()):x}\r\n{ev}\r\n".encode())
+                    self.wfile.flush()
+                self.close_connection = True  # cut: no last chunk, no [DONE]
+
+        class Server(ThreadingHTTPServer):
+            def handle_error(self, request, client_address):
+                pass  # the router hanging up on a cut or stalled answer is expected here
+
+        self.server = Server(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture(scope="module")
+def real_replica(keel_bin, model_path):
+    port = free_port()
+    proc = start_replica(keel_bin, model_path, port)
+    url = f"http://127.0.0.1:{port}"
+    wait_healthy(url, proc)
+    yield url
+    stop(proc)
+
+
+def metric(base: str, name: str, replica: str) -> float:
+    _, _, text = http("GET", base + "/metrics")
+    for line in text.splitlines():
+        if line.startswith(f'{name}{{replica="{replica}"}}'):
+            return float(line.split()[-1])
+    raise AssertionError(f"{name} for {replica} not in the router's metrics")
+
+
+def test_500s_stalls_and_refused_connections_are_retried_on_a_healthy_replica(keel_bin, real_replica):
+    failing, slow = FakeBackend("500"), FakeBackend("slow")
+    refused = f"http://127.0.0.1:{free_port()}"
+    base, proc = start_router(keel_bin, [failing.url, slow.url, refused, real_replica], "--policy", "round_robin",
+                              "--first-byte-timeout-ms", "1000", "--breaker-threshold", "2",
+                              "--breaker-open-ms", "600000", "--max-retries", "3", "--retry-backoff-ms", "1")
+    try:
+        c = client_for(base)
+        for i in range(8):
+            raw = c.chat.completions.with_raw_response.create(
+                model="smollm2", messages=[{"role": "user", "content": f"hi {i}"}], max_tokens=2, temperature=0)
+            assert raw.headers["x-keel-replica"] == real_replica
+            assert raw.parse().choices[0].message.content
+        assert failing.posts >= 1 and slow.posts >= 1
+        assert metric(base, "keel_router_replica_errors_total", failing.url) >= 1
+        assert metric(base, "keel_router_replica_errors_total", slow.url) >= 1
+        assert metric(base, "keel_router_replica_healthy", refused) == 0
+        assert metric(base, "keel_router_replica_breaker_open", failing.url) == 1  # open: passive detection
+        posts = failing.posts
+        for i in range(4):  # the open breaker keeps traffic away from the failing replica
+            c.chat.completions.create(model="smollm2", messages=[{"role": "user", "content": "x"}], max_tokens=1)
+        assert failing.posts == posts
+    finally:
+        stop(proc)
+        failing.close()
+        slow.close()
+
+
+def test_breaker_half_opens_and_closes_when_the_replica_recovers(keel_bin, real_replica):
+    flaky = FakeBackend("500")
+    base, proc = start_router(keel_bin, [flaky.url, real_replica], "--policy", "round_robin", "--breaker-threshold",
+                              "1", "--breaker-open-ms", "300", "--retry-backoff-ms", "1")
+    try:
+        c = client_for(base)
+        c.chat.completions.create(model="smollm2", messages=[{"role": "user", "content": "x"}], max_tokens=1)
+        c.chat.completions.create(model="smollm2", messages=[{"role": "user", "content": "y"}], max_tokens=1)
+        assert flaky.posts >= 1
+        flaky.mode = "ok"
+        deadline = time.time() + 30
+        while metric(base, "keel_router_replica_breaker_open", flaky.url) != 0 and time.time() < deadline:
+            time.sleep(0.05)
+        assert metric(base, "keel_router_replica_breaker_open", flaky.url) == 0  # probe passed: closed
+        answers = {c.chat.completions.create(model="smollm2", messages=[{"role": "user", "content": "z"}],
+                                             max_tokens=1).choices[0].message.content for _ in range(4)}
+        assert "fake" in answers  # traffic flows to it again
+    finally:
+        stop(proc)
+        flaky.close()
+
+
+def test_a_stream_nobody_can_continue_ends_with_a_clean_error_event(keel_bin):
+    cut = FakeBackend("cut")
+    base, proc = start_router(keel_bin, [cut.url], "--retry-backoff-ms", "1")
+    try:
+        c = client_for(base)
+        got = []
+        with pytest.raises(openai.APIError) as e:
+            for ch in c.chat.completions.create(model="smollm2", messages=[{"role": "user", "content": "x"}],
+                                                max_tokens=20, stream=True):
+                got.append(ch.choices[0].delta.content)
+        assert got == ["Hello", " there"]  # what was sent stays sent, once
+        assert "cannot" in str(e.value) or "no replica" in str(e.value)
+    finally:
+        stop(proc)
+        cut.close()
+
+
+def test_no_replica_at_all_is_a_503_not_a_hang(keel_bin):
+    port = free_port()
+    proc = subprocess.Popen([keel_bin, "router", "--port", str(port), "--workers", f"http://127.0.0.1:{free_port()}"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        status, _, text = None, None, None
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            try:
+                status, _, text = http("POST", base + "/v1/completions", {"model": "smollm2", "prompt": "x"})
+                break
+            except OSError:  # not listening yet
+                time.sleep(0.05)
+        assert status == 503 and "replica" in json.loads(text)["error"]["message"]
+        deadline = time.time() + 30
+        while http("GET", base + "/health")[0] != 503 and time.time() < deadline:
+            time.sleep(0.05)
+        assert http("GET", base + "/health")[0] == 503
+    finally:
+        stop(proc)

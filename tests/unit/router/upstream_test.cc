@@ -1,0 +1,166 @@
+// UpstreamClient against a real HttpServer (server/http) on loopback: whole responses, chunked
+// streams delivered piece by piece, keep-alive reuse, and each failure kind (refused connection,
+// first-byte timeout, idle timeout inside a stream).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "router/upstream.h"
+#include "server/http/server.h"
+
+namespace keel::router {
+namespace {
+
+using server::http::ExchangePtr;
+using server::http::HttpRequest;
+using server::http::HttpResponse;
+
+struct Result {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  int status = 0;
+  std::string body;
+  std::vector<std::string> pieces;
+  UpstreamFailure failure = UpstreamFailure::kNone;
+
+  UpstreamCallbacks callbacks() {
+    return {.on_head = [this](int s, const HeaderList&) { std::lock_guard l(mu); status = s; },
+            .on_data = [this](std::string_view b) {
+              std::lock_guard l(mu);
+              body += b;
+              pieces.emplace_back(b);
+            },
+            .on_done = [this](UpstreamFailure f, const std::string&) {
+              std::lock_guard l(mu);
+              failure = f;
+              done = true;
+              cv.notify_all();
+            }};
+  }
+  bool wait() {
+    std::unique_lock l(mu);
+    return cv.wait_for(l, std::chrono::seconds(20), [this] { return done; });
+  }
+};
+
+class UpstreamTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    server::http::Router r;
+    r.add("GET", "/hello", [](HttpRequest&&, const ExchangePtr& ex) { ex->respond(HttpResponse{.body = "hello"}); });
+    r.add("POST", "/echo", [](HttpRequest&& req, const ExchangePtr& ex) { ex->respond(HttpResponse{.body = req.body}); });
+    r.add("GET", "/stall", [this](HttpRequest&&, const ExchangePtr& ex) {
+      std::lock_guard l(mu_);
+      held_.push_back(ex);  // never answered until the test ends
+    });
+    r.add("GET", "/stream", [this](HttpRequest&&, const ExchangePtr& ex) {
+      ex->begin_stream(200, "text/event-stream", {});
+      ex->push("data: 1\n\n");
+      std::thread([this, ex] {  // the second event only once the client has seen the first
+        for (int i = 0; i < 20000 && !first_seen_.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        ex->push("data: 2\n\n");
+        ex->end_stream();
+      }).detach();
+    });
+    r.add("GET", "/stream_stall", [this](HttpRequest&&, const ExchangePtr& ex) {
+      ex->begin_stream(200, "text/event-stream", {});
+      ex->push("data: 1\n\n");
+      std::lock_guard l(mu_);
+      held_.push_back(ex);
+    });
+    server_ = std::make_unique<server::http::HttpServer>(server::http::ServerConfig{.port = 0, .n_io_threads = 1,
+                                                                                   .drain_timeout_ms = 100},
+                                                         std::move(r));
+    ASSERT_TRUE(server_->start().ok());
+    client_ = std::make_unique<UpstreamClient>(UpstreamConfig{.connect_timeout_ms = 1000,
+                                                              .first_byte_timeout_ms = 300,
+                                                              .idle_timeout_ms = 300});
+    client_->start();
+    ep_ = Endpoint{.host = "127.0.0.1", .port = server_->port()};
+  }
+  void TearDown() override {
+    client_->stop();
+    {
+      std::lock_guard l(mu_);
+      for (auto& ex : held_) ex->respond(HttpResponse{.status = 503});
+      held_.clear();
+    }
+    server_->stop();
+  }
+
+  std::mutex mu_;
+  std::atomic<bool> first_seen_{false};
+  bool alone_ = false;  // written on the call's strand, read after it finished
+  std::vector<ExchangePtr> held_;
+  std::unique_ptr<server::http::HttpServer> server_;
+  std::unique_ptr<UpstreamClient> client_;
+  Endpoint ep_;
+};
+
+TEST_F(UpstreamTest, WholeResponsesReuseTheKeptAliveConnection) {
+  for (int i = 0; i < 3; ++i) {
+    Result r;
+    client_->send(ep_, {.method = "POST", .target = "/echo", .body = "body " + std::to_string(i)}, r.callbacks());
+    ASSERT_TRUE(r.wait());
+    EXPECT_EQ(r.failure, UpstreamFailure::kNone);
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.body, "body " + std::to_string(i));
+    EXPECT_EQ(client_->n_idle(), 1);  // the one connection went back to the pool each time
+  }
+  EXPECT_EQ(server_->n_connections(), 1);
+}
+
+TEST_F(UpstreamTest, ChunkedStreamArrivesPieceByPiece) {
+  Result r;
+  UpstreamCallbacks cb = r.callbacks();
+  cb.on_data = [&r, this, inner = cb.on_data](std::string_view b) {
+    inner(b);
+    if (b.find("data: 1") != std::string_view::npos) {
+      alone_ = b.find("data: 2") == std::string_view::npos;
+      first_seen_.store(true);
+    }
+  };
+  client_->send(ep_, {.method = "GET", .target = "/stream"}, std::move(cb));
+  ASSERT_TRUE(r.wait());
+  EXPECT_EQ(r.failure, UpstreamFailure::kNone);
+  EXPECT_EQ(r.body, "data: 1\n\ndata: 2\n\n");
+  EXPECT_TRUE(alone_);  // the first event was handed over before the second existed: no buffering
+}
+
+TEST_F(UpstreamTest, RefusedConnectionIsAConnectFailure) {
+  Endpoint dead = ep_;
+  {  // a port that was just listened on and is closed now
+    server::http::HttpServer gone(server::http::ServerConfig{.port = 0}, server::http::Router{});
+    ASSERT_TRUE(gone.start().ok());
+    dead.port = gone.port();
+  }
+  Result r;
+  client_->send(dead, {.method = "GET", .target = "/hello"}, r.callbacks());
+  ASSERT_TRUE(r.wait());
+  EXPECT_EQ(r.failure, UpstreamFailure::kConnect);
+}
+
+TEST_F(UpstreamTest, NoHeadInTimeIsAFirstByteFailure) {
+  Result r;
+  client_->send(ep_, {.method = "GET", .target = "/stall"}, r.callbacks());
+  ASSERT_TRUE(r.wait());
+  EXPECT_EQ(r.failure, UpstreamFailure::kFirstByte);
+  EXPECT_EQ(r.status, 0);
+}
+
+TEST_F(UpstreamTest, SilenceInsideAStreamIsABodyFailureAfterTheHead) {
+  Result r;
+  client_->send(ep_, {.method = "GET", .target = "/stream_stall"}, r.callbacks());
+  ASSERT_TRUE(r.wait());
+  EXPECT_EQ(r.failure, UpstreamFailure::kBody);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "data: 1\n\n");
+}
+
+}  // namespace
+}  // namespace keel::router

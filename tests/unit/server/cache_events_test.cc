@@ -1,0 +1,107 @@
+// The router-facing extensions of keel serve: the cache-event stream (snapshot, then deltas in seq
+// order, resync on a gap) and the stream-resumption request field.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "server/cache_events.h"
+#include "server/stream_resume.h"
+
+namespace keel::server {
+namespace {
+
+class RecordingExchange final : public http::Exchange {
+ public:
+  void respond(http::HttpResponse r) override { std::lock_guard l(mu); status = r.status; }
+  void begin_stream(int s, std::string, http::Headers) override { std::lock_guard l(mu); status = s; }
+  void push(std::string bytes) override { std::lock_guard l(mu); body += bytes; }
+  void end_stream() override { std::lock_guard l(mu); ended = true; }
+  void post(std::function<void()> fn) override { fn(); }
+  void on_disconnect(std::function<void()>) override {}
+  std::string text() { std::lock_guard l(mu); return body; }
+  bool is_ended() { std::lock_guard l(mu); return ended; }
+  std::mutex mu;
+  int status = 0;
+  std::string body;
+  bool ended = false;
+};
+
+cache::CacheEvent ev(uint64_t seq, cache::CacheEventKind kind, std::vector<int32_t> tokens) {
+  return cache::CacheEvent{.seq = seq, .kind = kind, .parent_hash = 0, .hash = seq * 7, .prefix_len = 1,
+                           .tokens = std::move(tokens)};
+}
+
+template <typename Pred>
+bool eventually(Pred p) {
+  for (int i = 0; i < 2000 && !p(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return p();
+}
+
+TEST(CacheEventPublisher, SnapshotThenLaterDeltasThenResyncOnGap) {
+  std::mutex mu;
+  std::vector<cache::CacheEvent> queue;
+  CacheEventSource source{
+      .drain = [&](std::vector<cache::CacheEvent>& out) {
+        std::lock_guard l(mu);
+        for (auto& e : queue) out.push_back(std::move(e));
+        auto n = static_cast<int64_t>(queue.size());
+        queue.clear();
+        return n;
+      },
+      .snapshot = [&] { return cache::FeedSnapshot{.seq = 2, .stored = {ev(1, cache::CacheEventKind::kStored, {5, 6})}}; }};
+  CacheEventPublisher pub(source, 1, 1000);
+  http::Router router;
+  pub.add_routes(router);
+  pub.start();
+  auto ex = std::make_shared<RecordingExchange>();
+  auto found = router.find("GET", "/v1/cache/events");
+  ASSERT_EQ(found.match, http::Router::Match::kFound);
+  (*found.handler)(http::HttpRequest{.method = "GET", .path = "/v1/cache/events"}, ex);
+  ASSERT_TRUE(eventually([&] { return ex->text().find("event: reset") != std::string::npos; }));
+  {
+    std::lock_guard l(mu);
+    queue.push_back(ev(2, cache::CacheEventKind::kStored, {9}));  // already in the snapshot: skipped
+    queue.push_back(ev(3, cache::CacheEventKind::kRemoved, {6}));
+  }
+  ASSERT_TRUE(eventually([&] { return ex->text().find("\"seq\":3") != std::string::npos; }));
+  std::string text = ex->text();
+  EXPECT_EQ(ex->status, 200);
+  EXPECT_NE(text.find("data: {\"seq\":2}"), std::string::npos);  // the reset names the snapshot's seq
+  EXPECT_NE(text.find("\"tokens\":[5,6]"), std::string::npos);
+  EXPECT_EQ(text.find("\"tokens\":[9]"), std::string::npos);
+  EXPECT_NE(text.find("\"kind\":\"removed\""), std::string::npos);
+  {
+    std::lock_guard l(mu);
+    queue.push_back(ev(7, cache::CacheEventKind::kStored, {1}));  // 4..6 were dropped by the engine
+  }
+  EXPECT_TRUE(eventually([&] { return ex->is_ended(); }));  // the subscriber must resubscribe
+  pub.stop();
+}
+
+TEST(StreamResume, TakesTheFieldOnlyWithTheHeaderAndValidatesIds) {
+  http::HttpRequest plain;
+  std::string body = R"({"model":"m","keel_resume_token_ids":[1,2]})";
+  auto none = take_resume_tokens(plain, body, 100);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none.value().has_value());
+  EXPECT_NE(body.find("keel_resume_token_ids"), std::string::npos);  // left for the parser to reject
+
+  http::HttpRequest resume{.headers = {{"X-Keel-Resume", "1"}}};
+  auto ids = take_resume_tokens(resume, body, 100);
+  ASSERT_TRUE(ids.ok());
+  EXPECT_EQ(*ids.value(), (std::vector<int32_t>{1, 2}));
+  EXPECT_EQ(nlohmann::json::parse(body), nlohmann::json::parse(R"({"model":"m"})"));
+
+  std::string bad = R"({"keel_resume_token_ids":[1,200]})";
+  EXPECT_FALSE(take_resume_tokens(resume, bad, 100).ok());
+  std::string missing = R"({"model":"m"})";
+  EXPECT_FALSE(take_resume_tokens(resume, missing, 100).ok());
+  EXPECT_NE(token_ids_event(0, std::vector<int32_t>{3, 4}).find("event: keel_tokens"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace keel::server
