@@ -57,7 +57,10 @@ openai::ApiResult<std::shared_ptr<const sample::ConstraintFactory>> StructuredOu
   spec.json.whitespace = config_.whitespace;
   switch (format.kind) {
     case ResponseFormat::Kind::kText: return std::shared_ptr<const sample::ConstraintFactory>();
-    case ResponseFormat::Kind::kJsonObject: spec.kind = grammar::GrammarSpec::Kind::kJsonValue; break;
+    case ResponseFormat::Kind::kJsonObject:  // OpenAI's JSON mode: an object, not any JSON value
+      spec.kind = grammar::GrammarSpec::Kind::kJsonSchema;
+      spec.source = R"({"type":"object"})";
+      break;
     case ResponseFormat::Kind::kJsonSchema:
       spec.kind = grammar::GrammarSpec::Kind::kJsonSchema;
       spec.source = ordered_schema_text(body, format.param, format.spec);
