@@ -81,6 +81,14 @@ Result<Symbol> SchemaCompiler::compile(const Json& s, const std::string& ptr, in
 }
 
 Result<Symbol> SchemaCompiler::compile_object_schema(const Json& s, const std::string& ptr, int depth) {
+  if (s.contains("not")) {
+    KEEL_ASSIGN_OR_RETURN(Json rewritten, rewrite_not(s, ptr));
+    return compile(rewritten, ptr, depth + 1);
+  }
+  if (s.contains("if") && (s.contains("then") || s.contains("else"))) {
+    KEEL_ASSIGN_OR_RETURN(Json rewritten, rewrite_if(s, ptr));
+    return compile(rewritten, ptr, depth + 1);
+  }
   KEEL_RETURN_IF_ERROR(check_keywords(s, ptr));
   if (s.contains("$ref")) {
     if (!s["$ref"].is_string()) return make_error(ErrorCode::kInvalidArgument, "'$ref' at '#{}' must be a string", ptr);
@@ -97,7 +105,7 @@ Result<Symbol> SchemaCompiler::compile_object_schema(const Json& s, const std::s
 
 Status SchemaCompiler::check_keywords(const Json& s, const std::string& ptr) const {
   for (auto& [k, v] : s.items()) {
-    if (k == "not" || k == "dependentSchemas" || k == "dependencies" || k == "contains" || k == "$dynamicRef" ||
+    if (k == "dependentSchemas" || k == "dependencies" || k == "contains" || k == "$dynamicRef" ||
         k == "$recursiveRef" || k == "dependentRequired") {
       if ((k == "dependentRequired" || k == "dependentSchemas" || k == "dependencies") && v.is_object() && v.empty())
         continue;
