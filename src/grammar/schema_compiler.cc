@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <memory>
 
 #include "grammar/compiled_grammar.h"
@@ -114,8 +115,8 @@ Status SchemaCompiler::check_keywords(const Json& s, const std::string& ptr) con
     if (k == "if" && (s.contains("then") || s.contains("else"))) return unsupported("if", ptr);
     if (k == "propertyNames" && !trivially_true(v)) return unsupported(k, ptr);
     if (k == "unevaluatedItems" && !trivially_true(v)) return unsupported(k, ptr);
-    if (k == "multipleOf" && !(v.is_number() && v.get<double>() == 1.0 && s.value("type", Json()) == "integer"))
-      return unsupported(k, ptr);
+    if (k == "multipleOf" && !(v.is_number() && v.get<double>() > 0 && std::isfinite(v.get<double>())))
+      return make_error(ErrorCode::kInvalidArgument, "'multipleOf' at '#{}' must be a number > 0", ptr);
     if (k == "uniqueItems" && v.is_boolean() && v.get<bool>() &&
         !(s.contains("maxItems") && s["maxItems"].is_number_unsigned() && s["maxItems"].get<uint64_t>() <= 1))
       return unsupported(k, ptr);
