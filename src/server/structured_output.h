@@ -20,7 +20,7 @@
 namespace keel::server {
 
 struct StructuredOutputConfig {
-  size_t cache_capacity = 128;         // compiled grammars kept (with their token-mask caches)
+  size_t cache_capacity = 32;          // compiled grammars kept (with their token-mask caches)
   int64_t max_compile_ms = 2'000;      // per request; over it -> 400
   size_t max_grammar_symbols = 1'000'000;
   grammar::WhitespacePolicy whitespace = grammar::WhitespacePolicy::kCompact;
