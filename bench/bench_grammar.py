@@ -77,12 +77,62 @@ def run_llguidance(tok_dir, rows):
     return out
 
 
-def summarize(label, rows):
+def summarize(label, rows, key="mask_us"):
     comp = [r["compile_us"] / 1e3 for r in rows.values() if r["compiled"]]
-    masks = [x for r in rows.values() for x in r.get("mask_us", [])]
+    masks = [x for r in rows.values() for x in r.get(key, [])]
     return (f"| {label} | {sum(r['compiled'] for r in rows.values())}/{len(rows)} | {pct(comp, .5):.2f} | "
             f"{pct(comp, .99):.1f} | {len(masks)} | {pct(masks, .5):.1f} | {pct(masks, .99):.0f} | "
             f"{pct(masks, .999):.0f} |")
+
+
+def e2e(args):
+    """Constrained vs unconstrained decode speed on a real `keel serve` (SmolLM2): the same chat prompts,
+    greedy, each answered without a constraint and then with its MaskBench schema (warm: the schema's
+    tables built by an earlier request). Speed = tokens after the first / time from the first to the last
+    streamed text, summed over the prompts (prefill and first-token time excluded)."""
+    import openai
+    import socket
+    import urllib.request
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    model = CACHE / "models/SmolLM2-135M-Instruct.Q4_1.gguf"
+    proc = subprocess.Popen(["taskset", "-c", str(args.cpu), str(ROOT / "build/src/cli/keel"), "serve", "--model",
+                             str(model), "--port", str(port), "--threads", "1", "--served-model-name", "m"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(600):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1)
+                break
+            except Exception:  # noqa: BLE001 - not up yet
+                time.sleep(0.2)
+        c = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="x", timeout=600)
+        names = ["BFCL_simple_0.json", "Glaiveai2K---calculate_area_763b5315.json",
+                 "Glaiveai2K---create_invoice_a5449ea0.json", "Kubernetes---kb_56_Normalized.json"]
+        totals = {"free": [0, 0.0], "constrained": [0, 0.0]}
+        for name in names:
+            schema = json.loads((DATA / name).read_text())["schema"]
+            msgs = [{"role": "user", "content": "Give an example JSON instance of this JSON Schema:\n" + json.dumps(schema)}]
+            rf = {"type": "json_schema", "json_schema": {"name": "x", "schema": schema}}
+            c.chat.completions.create(model="m", messages=msgs, max_tokens=200, temperature=0, response_format=rf)
+            for kind, extra in [("free", {}), ("constrained", {"response_format": rf})]:
+                first = last = None
+                n = 0
+                for chunk in c.chat.completions.create(model="m", messages=msgs, max_tokens=200, temperature=0,
+                                                       stream=True, stream_options={"include_usage": True}, **extra):
+                    if chunk.usage is not None:
+                        n = chunk.usage.completion_tokens
+                    elif chunk.choices and chunk.choices[0].delta.content:
+                        last = time.perf_counter()
+                        first = first or last
+                totals[kind][0] += n - 1  # decode speed: tokens after the first one, over the time after it
+                totals[kind][1] += last - first
+        for kind, (n, t) in totals.items():
+            print(f"{kind}: {n} tokens in {t:.2f} s = {n / t:.1f} tokens/s")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
 
 
 def main():
@@ -90,7 +140,10 @@ def main():
     ap.add_argument("--every", type=int, default=8, help="every n-th schema (sorted by file name)")
     ap.add_argument("--cpu", type=int, default=0, help="the one core both run on")
     ap.add_argument("--keel", default=str(ROOT / "build/bench/bench_grammar_keel"))
+    ap.add_argument("--e2e", action="store_true", help="only the end-to-end tokens/s comparison on keel serve")
     args = ap.parse_args()
+    if args.e2e:
+        return e2e(args)
     os.sched_setaffinity(0, {args.cpu})
     print(f"MaskBench-dev every {args.every}th schema, one core (cpu {args.cpu}); compile in ms, mask in µs")
     print("| vocabulary / engine | compiled | compile p50 | compile p99 | masks | mask p50 | mask p99 | mask p99.9 |")
@@ -103,6 +156,8 @@ def main():
         print(summarize(f"{label} llguidance", llg))
         print(summarize(f"{label} keel, instances both ran", {n: keel[n] for n in both}))
         print(summarize(f"{label} llguidance, instances both ran", {n: llg[n] for n in both}))
+        print(summarize(f"{label} keel warm (same schema again), instances both ran", {n: keel[n] for n in both},
+                        "mask_warm_us"))
         sys.stdout.flush()
 
 

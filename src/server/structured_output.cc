@@ -77,6 +77,9 @@ openai::ApiResult<std::shared_ptr<const sample::ConstraintFactory>> StructuredOu
   }
   auto masks = store_.get_or_compile(spec);
   if (!masks.ok()) return compile_error(format, masks.status());
+  if (masks.value()->grammar().language_empty()) {
+    return compile_error(format, Status(ErrorCode::kInvalidArgument, "admits no output at all (unsatisfiable)"));
+  }
   return std::shared_ptr<const sample::ConstraintFactory>(
       std::make_shared<sched::GrammarConstraintFactory>(std::move(masks).value()));
 }

@@ -51,6 +51,20 @@ TEST(SchemaNot, NegationsMatchTheSpecification) {
   for (const Case& c : cases) EXPECT_EQ(accepts(c.schema, c.instance), c.valid) << c.schema << " " << c.instance;
 }
 
+TEST(SchemaNot, UnsatisfiableSchemasHaveAnEmptyLanguage) {
+  for (const char* s : {R"({"not":{}})", R"({"type":"object","required":["a"],"properties":{"a":false}})",
+                        R"({"allOf":[{"type":"string"},{"not":{"type":"string"}}]})"}) {
+    auto g = compile_grammar({.kind = GrammarSpec::Kind::kJsonSchema, .source = s});
+    ASSERT_TRUE(g.ok()) << s;
+    EXPECT_TRUE(g.value()->language_empty()) << s;
+  }
+  for (const char* s : {R"({"not":{"type":"string"}})", R"({"type":"object","properties":{"a":false}})"}) {
+    auto g = compile_grammar({.kind = GrammarSpec::Kind::kJsonSchema, .source = s});
+    ASSERT_TRUE(g.ok()) << s;
+    EXPECT_FALSE(g.value()->language_empty()) << s;
+  }
+}
+
 TEST(SchemaNot, IfThenElseMatchesTheSpecification) {
   const char* s = R"({"if":{"required":["a"]},"then":{"required":["b"]},"else":{"required":["c"]}})";
   EXPECT_FALSE(accepts(s, R"({"a":1})"));
