@@ -136,6 +136,8 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--max-running", args->sched.max_running, "Sequences decoding at once")->capture_default_str();
   cmd->add_option("--max-queue", args->sched.max_queue, "Waiting requests before 429")->capture_default_str();
   cmd->add_option("--policy", args->policy, "Admission policy: fcfs | lpm (longest prefix match)")->capture_default_str();
+  cmd->add_flag("--jump-forward", args->sched.jump_forward,
+                 "Structured output: append tokens the grammar forces without sampling them");
   cmd->callback([args] { set_exit_code(run_serve(*args)); });
 }
 

@@ -58,6 +58,44 @@ CompiledGrammar::CompiledGrammar(Grammar grammar) : grammar_(std::move(grammar))
       queue.push_back(alt_rule[alt]);
     }
   }
+  start_productive_ = compute_productive(used_in, alt_rule)[start_rule_] != 0;
+}
+
+// Productive rules (deriving some byte string), by the same worklist: an alternative is productive
+// once all its rule references are, unless one of its byte sets is empty.
+std::vector<uint8_t> CompiledGrammar::compute_productive(const std::vector<std::vector<uint32_t>>& used_in,
+                                                         const std::vector<uint32_t>& alt_rule) const {
+  const auto n_rules = static_cast<uint32_t>(alt_starts_.size());
+  std::vector<uint8_t> productive(n_rules, 0);
+  std::vector<uint32_t> pending, queue;
+  for (uint32_t r = 0; r < n_rules; ++r) {
+    for (uint32_t pos : alt_starts_[r]) {
+      uint32_t n = 0;
+      bool dead = false;
+      for (uint32_t p = pos; symbols_[p].kind != FlatSymbol::Kind::kEnd; ++p) {
+        if (symbols_[p].kind == FlatSymbol::Kind::kBytes) {
+          dead = dead || grammar_.byte_sets[symbols_[p].index].none();
+        } else {
+          ++n;
+        }
+      }
+      pending.push_back(dead ? UINT32_MAX : n);
+      if (n == 0 && !dead && !productive[r]) {
+        productive[r] = 1;
+        queue.push_back(r);
+      }
+    }
+  }
+  while (!queue.empty()) {
+    uint32_t r = queue.back();
+    queue.pop_back();
+    for (uint32_t alt : used_in[r]) {
+      if (pending[alt] == UINT32_MAX || --pending[alt] != 0 || productive[alt_rule[alt]]) continue;
+      productive[alt_rule[alt]] = 1;
+      queue.push_back(alt_rule[alt]);
+    }
+  }
+  return productive;
 }
 
 }  // namespace keel::grammar

@@ -119,7 +119,7 @@ ByteSet digit_set(char lo, char hi) {
 
 class NumberBuilder {
  public:
-  explicit NumberBuilder(GrammarBuilder& b) : b_(b) {}
+  NumberBuilder(GrammarBuilder& b, int max_frac) : b_(b), max_frac_(max_frac) {}
 
   // Non-negative integers in [a, b] (b absent: unbounded), canonical (no leading zeros).
   std::vector<Sequence> uint_range(const std::string& a, const std::optional<std::string>& b) {
@@ -148,6 +148,7 @@ class NumberBuilder {
     lo_excl_ = lo_excl;
     hi_excl_ = hi_excl;
     cap_ = std::max(lo_.size(), hi_.size());
+    if (max_frac_ >= 0) cap_ = std::max(cap_, static_cast<size_t>(max_frac_));
     frac_memo_.clear();
     std::vector<Sequence> alts;
     if (end_ok(0, lo.has_value(), hi.has_value())) alts.push_back({});
@@ -195,6 +196,7 @@ class NumberBuilder {
 
   std::vector<Sequence> frac_digit_alts(size_t i, bool tl, bool th) {
     std::vector<Sequence> alts;
+    if (max_frac_ >= 0 && i >= static_cast<size_t>(max_frac_)) return alts;
     const char dlo = tl && i < lo_.size() ? lo_[i] : '0';
     const char dhi = th ? (i < hi_.size() ? hi_[i] : '0') : '9';
     for_each_group(dlo, dhi, tl, th, [&](char a, char z, bool ntl, bool nth) {
@@ -204,7 +206,11 @@ class NumberBuilder {
   }
 
   Symbol frac_state(size_t i, bool tl, bool th) {
-    if (!tl && !th) return b_.star({digit()});
+    if (!tl && !th) {
+      if (max_frac_ < 0) return b_.star({digit()});
+      const auto left = static_cast<int64_t>(max_frac_) - static_cast<int64_t>(i);
+      return left > 0 ? b_.repeat({digit()}, 0, left) : b_.empty();
+    }
     auto key = std::make_tuple(i, tl, th);
     if (auto it = frac_memo_.find(key); it != frac_memo_.end()) return it->second;
     RuleId r = b_.add_rule("frac_digits");
@@ -218,6 +224,7 @@ class NumberBuilder {
   std::string lo_, hi_;
   bool lo_excl_ = false, hi_excl_ = false;
   size_t cap_ = 0;
+  int max_frac_ = -1;  // fraction digits allowed; -1 = any number
   std::map<std::tuple<size_t, bool, bool>, Symbol> frac_memo_;
 };
 
@@ -274,13 +281,18 @@ Decimal abs_of(Decimal d) {
 }  // namespace
 
 Result<Symbol> number_symbol(GrammarBuilder& b, bool is_integer, const std::optional<NumberBound>& lo_bound,
-                             const std::optional<NumberBound>& hi_bound) {
-  NumberBuilder nb(b);
+                             const std::optional<NumberBound>& hi_bound, int max_fraction_digits) {
+  NumberBuilder nb(b, max_fraction_digits);
   Symbol minus = b.optional({b.byte('-')});
   Symbol int_part = b.choice({{b.byte('0')}, {b.bytes(digit_set('1', '9')), b.star({nb.digit()})}}, "int");
   if (!lo_bound && !hi_bound) {
     // 1.0 is an integer in JSON Schema: an all-zero fraction is allowed.
     if (is_integer) return b.group({minus, int_part, b.optional({b.byte('.'), b.plus({b.byte('0')})})}, "integer");
+    if (max_fraction_digits == 0) return b.group({minus, int_part}, "number");
+    if (max_fraction_digits > 0) {
+      Symbol frac = b.optional({b.byte('.'), b.repeat({nb.digit()}, 1, max_fraction_digits)});
+      return b.group({minus, int_part, frac}, "number");
+    }
     Symbol frac = b.optional({b.byte('.'), b.plus({nb.digit()})});
     ByteSet e, sign;
     e.set('e'), e.set('E'), sign.set('+'), sign.set('-');
@@ -339,6 +351,22 @@ Result<Symbol> number_symbol(GrammarBuilder& b, bool is_integer, const std::opti
     return b.group({b.choice(std::move(alts), "integer"), zeros}, "integer");
   }
   return alts.empty() ? b.never("empty_range") : b.choice(std::move(alts), is_integer ? "integer" : "number");
+}
+
+Result<Symbol> integer_multiple_symbol(GrammarBuilder& b, uint64_t m) {
+  if (m < 2 || m > kMaxIntegerMultiple)
+    return make_error(ErrorCode::kUnsupported, "multipleOf {} is outside [2, {}]", m, kMaxIntegerMultiple);
+  // rem[r]: digit strings without a leading zero whose value is r mod m. rem[r] ::= d (first digit)
+  // | rem[q] d with (10 q + d) mod m == r.
+  std::vector<RuleId> rem(m);
+  for (uint64_t r = 0; r < m; ++r) rem[r] = b.add_rule("mod");
+  for (int d = 1; d <= 9; ++d) b.add_alt(rem[static_cast<uint64_t>(d) % m], {b.byte(static_cast<uint8_t>('0' + d))});
+  for (uint64_t q = 0; q < m; ++q)
+    for (int d = 0; d <= 9; ++d) b.add_alt(rem[(10 * q + static_cast<uint64_t>(d)) % m], {b.ref(rem[q]), b.byte(static_cast<uint8_t>('0' + d))});
+  KEEL_RETURN_IF_ERROR(b.check_budget());
+  Symbol magnitude = b.choice({{b.byte('0')}, {b.ref(rem[0])}}, "multiple");
+  // 6.0 is an integer too: an all-zero fraction is allowed, as for other integers.
+  return b.group({b.optional({b.byte('-')}), magnitude, b.optional({b.byte('.'), b.plus({b.byte('0')})})}, "multiple");
 }
 
 }  // namespace keel::grammar

@@ -36,6 +36,8 @@ class GrammarMatcher {
   std::string jump_forward(size_t max_bytes = 4096);
 
   bool can_end() const { return !terminated_ && parser_.can_end(); }
+  // The grammar is complete and no byte may follow: only EOS remains.
+  bool must_end() const { return !terminated_ && parser_.can_end() && parser_.next_bytes().count() == 0; }
   bool is_terminated() const { return terminated_; }
 
  private:

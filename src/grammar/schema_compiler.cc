@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <memory>
 
 #include "grammar/compiled_grammar.h"
@@ -81,6 +82,14 @@ Result<Symbol> SchemaCompiler::compile(const Json& s, const std::string& ptr, in
 }
 
 Result<Symbol> SchemaCompiler::compile_object_schema(const Json& s, const std::string& ptr, int depth) {
+  if (s.contains("not")) {
+    KEEL_ASSIGN_OR_RETURN(Json rewritten, rewrite_not(s, ptr));
+    return compile(rewritten, ptr, depth + 1);
+  }
+  if (s.contains("if") && (s.contains("then") || s.contains("else"))) {
+    KEEL_ASSIGN_OR_RETURN(Json rewritten, rewrite_if(s, ptr));
+    return compile(rewritten, ptr, depth + 1);
+  }
   KEEL_RETURN_IF_ERROR(check_keywords(s, ptr));
   if (s.contains("$ref")) {
     if (!s["$ref"].is_string()) return make_error(ErrorCode::kInvalidArgument, "'$ref' at '#{}' must be a string", ptr);
@@ -97,7 +106,7 @@ Result<Symbol> SchemaCompiler::compile_object_schema(const Json& s, const std::s
 
 Status SchemaCompiler::check_keywords(const Json& s, const std::string& ptr) const {
   for (auto& [k, v] : s.items()) {
-    if (k == "not" || k == "dependentSchemas" || k == "dependencies" || k == "contains" || k == "$dynamicRef" ||
+    if (k == "dependentSchemas" || k == "dependencies" || k == "contains" || k == "$dynamicRef" ||
         k == "$recursiveRef" || k == "dependentRequired") {
       if ((k == "dependentRequired" || k == "dependentSchemas" || k == "dependencies") && v.is_object() && v.empty())
         continue;
@@ -106,8 +115,8 @@ Status SchemaCompiler::check_keywords(const Json& s, const std::string& ptr) con
     if (k == "if" && (s.contains("then") || s.contains("else"))) return unsupported("if", ptr);
     if (k == "propertyNames" && !trivially_true(v)) return unsupported(k, ptr);
     if (k == "unevaluatedItems" && !trivially_true(v)) return unsupported(k, ptr);
-    if (k == "multipleOf" && !(v.is_number() && v.get<double>() == 1.0 && s.value("type", Json()) == "integer"))
-      return unsupported(k, ptr);
+    if (k == "multipleOf" && !(v.is_number() && v.get<double>() > 0 && std::isfinite(v.get<double>())))
+      return make_error(ErrorCode::kInvalidArgument, "'multipleOf' at '#{}' must be a number > 0", ptr);
     if (k == "uniqueItems" && v.is_boolean() && v.get<bool>() &&
         !(s.contains("maxItems") && s["maxItems"].is_number_unsigned() && s["maxItems"].get<uint64_t>() <= 1))
       return unsupported(k, ptr);

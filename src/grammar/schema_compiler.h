@@ -26,6 +26,13 @@ bool is_assertion_keyword(std::string_view key);
 Result<Json> merge_schemas(const Json& a, const Json& b, const std::string& ptr);
 // True when no JSON value can satisfy both schemas (conservative: false when unsure).
 bool provably_disjoint(const Json& a, const Json& b);
+// schema_not.cc: the positive form of `not s` (kUnsupported where keel has none), and a schema with
+// its `not` moved into allOf as that positive form (false when the negation is unsatisfiable).
+Result<Json> negate_schema(const Json& s, const std::string& ptr, int depth);
+Result<Json> rewrite_not(const Json& s, const std::string& ptr);
+// if/then/else as allOf: anyOf [allOf [if, then], allOf [not if, else]]; kUnsupported naming 'if'
+// when the condition has no exact negation.
+Result<Json> rewrite_if(const Json& s, const std::string& ptr);
 
 class SchemaCompiler {
  public:

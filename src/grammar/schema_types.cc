@@ -20,6 +20,21 @@ Status unsupported(std::string_view keyword, const std::string& ptr, std::string
                     detail.empty() ? "" : ": ", detail);
 }
 
+// k when the literal is 10^-k ("0.01", "1e-05"), 0 otherwise.
+int decimal_power_digits(const std::string& text) {
+  if (text.rfind("0.", 0) == 0 && text.size() > 2 && text.back() == '1' &&
+      text.find_first_not_of('0', 2) == text.size() - 1)
+    return static_cast<int>(text.size() - 2);
+  for (const char* prefix : {"1e-", "1E-", "1.0e-", "1.0E-"}) {
+    const std::string p = prefix;
+    if (text.rfind(p, 0) != 0 || text.size() == p.size() || text.size() > p.size() + 2) continue;
+    if (text.find_first_not_of("0123456789", p.size()) != std::string::npos) return 0;
+    const int k = std::stoi(text.substr(p.size()));
+    return k >= 1 && k <= 30 ? k : 0;
+  }
+  return 0;
+}
+
 Status bad(std::string_view keyword, const std::string& ptr, std::string_view want) {
   return make_error(ErrorCode::kInvalidArgument, "'{}' at '#{}' must be {}", keyword, ptr, want);
 }
@@ -399,8 +414,24 @@ Result<Symbol> SchemaCompiler::compile_number(const Json& s, const std::string& 
     KEEL_RETURN_IF_ERROR(tighten(lo, s["exclusiveMinimum"], true, true));
   if (s.contains("exclusiveMaximum") && !s["exclusiveMaximum"].is_boolean())
     KEEL_RETURN_IF_ERROR(tighten(hi, s["exclusiveMaximum"], true, false));
-  if (!lo && !hi && !integer) return any_number();
-  auto sym = number_symbol(b_, integer, lo, hi);
+  int max_frac = -1;
+  if (s.contains("multipleOf")) {
+    const Json& m = s["multipleOf"];
+    const double mv = m.get<double>();
+    if (mv >= 1 && std::floor(mv) == mv) {
+      if (mv > 1 && (lo || hi)) return unsupported("multipleOf", ptr, "a multiple other than 1 next to numeric bounds");
+      if (mv > static_cast<double>(kMaxIntegerMultiple))
+        return unsupported("multipleOf", ptr, fmt::format("a multiple above {}", kMaxIntegerMultiple));
+      if (mv > 1) return integer_multiple_symbol(b_, static_cast<uint64_t>(mv));
+      integer = true;
+    } else if (int k = decimal_power_digits(m.dump()); k > 0) {
+      if (!integer) max_frac = k;
+    } else {
+      return unsupported("multipleOf", ptr, "only integers and powers of ten below 1 (0.1, 0.01, ...)");
+    }
+  }
+  if (!lo && !hi && !integer && max_frac < 0) return any_number();
+  auto sym = number_symbol(b_, integer, lo, hi, max_frac);
   if (!sym.ok()) return sym.status().with_context(fmt::format("bounds at '#{}'", ptr));
   return sym;
 }

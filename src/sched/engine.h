@@ -19,6 +19,7 @@ struct EngineLoad {
   int64_t kv_slots_used = 0;
   int64_t kv_slots_total = 0;
   double prefix_hit_ratio = 0.0;           // cached prompt tokens / prompt tokens, lifetime
+  int64_t n_jump_forward_tokens = 0;       // tokens a grammar forced without sampling, lifetime
 };
 
 class Engine {

@@ -4,10 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "sample/constraint.h"
 #include "sample/sampler.h"
 
 namespace keel::sched {
@@ -30,6 +32,8 @@ struct GenerateRequest {
   int32_t top_logprobs = -1;               // -1 = no logprobs; 0..20 = chosen + that many alternatives
   int32_t priority = 0;                    // higher runs first under pressure
   std::string tenant;                      // for fairness policies and metrics
+  // Structured output: makes each sample's TokenConstraint (a compiled grammar); null = free text.
+  std::shared_ptr<const sample::ConstraintFactory> constraint;
 };
 
 enum class FinishReason { kNone, kStop, kLength, kCancelled, kError };

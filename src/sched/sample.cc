@@ -1,9 +1,10 @@
 // Scheduler::sample: one token per sequence from its logits row: logits processors (penalties,
-// logit_bias) on a copy, then the seeded sampler at the token's position, so a request's tokens do
-// not depend on what else shares the batch. Log-probabilities come from the raw row, as OpenAI
-// reports them.
+// logit_bias) on a copy, then the structured-output mask (disallowed tokens to -inf, last, so no bias
+// can revive them), then the seeded sampler at the token's position, so a request's tokens do not
+// depend on what else shares the batch. Log-probabilities come from the raw row, as OpenAI reports them.
 #include <algorithm>
 
+#include "sample/constraint.h"
 #include "sample/logits_processors.h"
 #include "sample/logprobs.h"
 #include "sched/scheduler.h"
@@ -24,12 +25,20 @@ std::vector<SampledToken> Scheduler::sample(const StepPlan& plan, const std::vec
 
 SampledToken Scheduler::sample_one(Sequence& s, std::span<const float> logits, int32_t top_logprobs) {
   std::span<const float> row = logits;
-  if (sample::has_processors(s.params)) {
+  SampledToken t{.seq = s.id};
+  if (sample::has_processors(s.params) || s.constraint) {
     processed_.assign(logits.begin(), logits.end());
-    sample::apply_processors(processed_, s.params, s.history);
+    if (sample::has_processors(s.params)) sample::apply_processors(processed_, s.params, s.history);
+    if (s.constraint) {
+      mask_.resize(sample::mask_words(n_vocab_));
+      s.constraint->fill_mask(mask_);
+      if (sample::apply_token_mask(processed_, mask_) == 0) {
+        t.error = "structured output: the grammar allows no token of the vocabulary here";
+        return t;
+      }
+    }
     row = processed_;
   }
-  SampledToken t{.seq = s.id};
   t.token = sample::sample_token(row, s.params, static_cast<int64_t>(s.tokens.size()), sampler_scratch_);
   if (top_logprobs >= 0) {
     sample::TokenLogprobs lp = sample::compute_logprobs(logits, t.token, top_logprobs);

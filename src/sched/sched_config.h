@@ -28,6 +28,9 @@ struct SchedConfig {
   int32_t max_queue = 1024;         // requests waiting for admission; more -> kResourceExhausted
   Policy policy = Policy::kFcfs;
   int64_t event_queue_capacity = 4096;  // radix-tree change-feed events kept (0 = feed off)
+  // Structured output: when the grammar allows exactly one next token, append it without sampling
+  // (it is computed with the next step's tokens instead of taking a decode step of its own).
+  bool jump_forward = false;
 
   // Rejects out-of-range values with a message naming the field. max_batch_tokens must cover one
   // decode token for every running sequence, so a long prompt never stalls a running stream.

@@ -100,6 +100,7 @@ std::unique_ptr<Sequence> Scheduler::new_sequence(const Group& g, int32_t index)
   s->params = r.sampling;
   s->params.seed = sample_seed(r.sampling.seed, index);
   if (sample::has_processors(s->params)) s->history.add_prompt(r.prompt);
+  if (r.constraint) s->constraint = r.constraint->make();
   return s;
 }
 
@@ -142,6 +143,7 @@ EngineLoad Scheduler::load() const {
       .prefix_hit_ratio = stats_.n_prompt_tokens == 0 ? 0.0
                                                       : static_cast<double>(stats_.n_cached_prompt_tokens) /
                                                             static_cast<double>(stats_.n_prompt_tokens),
+      .n_jump_forward_tokens = stats_.n_jump_forward_tokens,
   };
 }
 

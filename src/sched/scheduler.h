@@ -45,6 +45,7 @@ struct SchedulerStats {
   int64_t n_finished = 0;      // samples finished (stop, length, cancel, error)
   int64_t n_mixed_steps = 0;   // steps with prefill and decode tokens in one batch
   int32_t max_batch_seqs = 0;  // most sequences in one step
+  int64_t n_jump_forward_tokens = 0;  // tokens a grammar forced, appended without sampling
 };
 
 class Scheduler {
@@ -122,6 +123,8 @@ class Scheduler {
   void end_request(RequestId id, FinishReason reason, std::string_view error);  // cancel.cc
   void emit_final(Group& g, int32_t index, int32_t n_generated, FinishReason reason, std::string_view error);
   SampledToken sample_one(Sequence& s, std::span<const float> logits, int32_t top_logprobs);
+  FinishReason take_token(Sequence& s, const StopConditions& stop, int32_t token, std::string& text,
+                          std::string& error);
   FinishReason append_text(Sequence& s, const StopConditions& stop, int32_t token, std::string& text);
 
   model::Model& model_;
@@ -142,6 +145,7 @@ class Scheduler {
 
   std::vector<float> logits_;     // [rows, vocab] of the last step
   std::vector<float> processed_;  // [vocab] one row after logits processors
+  std::vector<uint32_t> mask_;    // [ceil(vocab / 32)] allowed tokens of a constrained sequence
   sample::SamplerScratch sampler_scratch_;
   SchedulerStats stats_;
 };

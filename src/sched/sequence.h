@@ -5,10 +5,12 @@
 
 #include <compare>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "cache/kv_slot_pool.h"
 #include "cache/radix_tree.h"
+#include "sample/constraint.h"
 #include "sample/logits_processors.h"
 #include "sample/stop.h"
 #include "sched/engine.h"
@@ -51,6 +53,9 @@ struct Sequence {
   sample::TokenHistory history;   // for penalties (filled only when a processor is on)
   tokenizer::IncrementalDetokenizer detok;
   sample::StopMatcher stop;
+  // Structured output: follows every token in `tokens` past the prompt (kept across preemption, as
+  // the tokens are); null for free text.
+  std::unique_ptr<sample::TokenConstraint> constraint;
 
   int64_t n_pending() const { return static_cast<int64_t>(tokens.size()) - n_computed; }
   bool is_decoding() const { return n_pending() == 1 && n_computed >= n_prompt; }

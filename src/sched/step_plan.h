@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "model/batch.h"
@@ -33,6 +34,7 @@ struct SampledToken {
   bool has_logprobs = false;
   TokenLogprob logprob;
   std::vector<TokenLogprob> top;
+  std::string error;  // no token could be sampled (the constraint allows none): the sample fails
 };
 
 }  // namespace keel::sched

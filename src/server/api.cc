@@ -46,7 +46,7 @@ Status ApiConfig::validate() const {
   if (default_completion_max_tokens < 1)
     return make_error(ErrorCode::kInvalidArgument, "default_completion_max_tokens must be >= 1");
   if (parse_limits.max_n < 1) return make_error(ErrorCode::kInvalidArgument, "parse_limits.max_n must be >= 1");
-  return {};
+  return structured.validate();
 }
 
 Api::Api(ApiConfig config, sched::Engine& engine, const tokenizer::Tokenizer& tok,
@@ -57,7 +57,8 @@ Api::Api(ApiConfig config, sched::Engine& engine, const tokenizer::Tokenizer& to
       chat_template_(chat_template),
       id_salt_(fresh_seed()),
       created_s_(unix_now_s()),
-      gen_metrics_(metrics_) {
+      gen_metrics_(metrics_),
+      structured_(tok, config_.structured) {
   config_.parse_limits.n_vocab = tok_.n_vocab();
   auto load_gauge = [this](std::string_view name, std::string_view help, double (*read)(const sched::EngineLoad&)) {
     metrics_.gauge(name, help, [this, read] { return read(engine_.load()); });
@@ -75,6 +76,10 @@ Api::Api(ApiConfig config, sched::Engine& engine, const tokenizer::Tokenizer& to
   });
   load_gauge("keel_prefix_cache_hit_ratio", "Cached prompt tokens / prompt tokens, lifetime.",
              [](const sched::EngineLoad& l) { return l.prefix_hit_ratio; });
+  load_gauge("keel_jump_forward_tokens", "Tokens a grammar forced, appended without sampling, lifetime.",
+             [](const sched::EngineLoad& l) { return static_cast<double>(l.n_jump_forward_tokens); });
+  metrics_.gauge("keel_grammar_cache_entries", "Compiled grammars cached (structured output).",
+                 [this] { return static_cast<double>(structured_.store().size()); });
 }
 
 void Api::add_routes(http::Router& router) {
@@ -196,6 +201,9 @@ void Api::handle_generation(ApiKind kind, http::HttpRequest&& req, const http::E
   if (resumed.value()) p.prompt.insert(p.prompt.end(), resumed.value()->begin(), resumed.value()->end());
   auto gen_req = make_generate_request(p.params, std::move(p.prompt), p.limits);
   if (!gen_req.ok()) return respond_error(ex, gen_req.error());
+  auto constraint = structured_.constraint_for(p.params.response_format, req.body);
+  if (!constraint.ok()) return respond_error(ex, constraint.error());
+  gen_req.value().constraint = std::move(constraint).value();
 
   const uint64_t id = next_id_.fetch_add(1);
   gen_req.value().id = id;

@@ -22,6 +22,7 @@
 #include "server/metrics.h"
 #include "server/openai/errors.h"
 #include "server/openai/request_parse.h"
+#include "server/structured_output.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -34,6 +35,7 @@ struct ApiConfig {
   openai::ParseLimits parse_limits;            // n_vocab is taken from the tokenizer
   bool engine_emits_text = true;               // false: detokenize StreamEvent::tokens here
   int32_t retry_after_s = 1;                   // Retry-After on 429 and 503
+  StructuredOutputConfig structured;           // grammar compilation limits and cache
 
   Status validate() const;
 };
@@ -88,6 +90,7 @@ class Api {
   int64_t created_s_;
   MetricsRegistry metrics_;
   GenerationMetrics gen_metrics_;
+  StructuredOutput structured_;
 };
 
 }  // namespace keel::server

@@ -10,36 +10,6 @@ namespace keel::server {
 
 using openai::ApiError;
 using openai::GenerationParams;
-using openai::ResponseFormat;
-
-namespace {
-
-ApiError unsupported(std::string param, std::string message) {
-  return ApiError{.status = Status(ErrorCode::kUnsupported, fmt::format("{}: {}", param, message)), .param = param};
-}
-
-std::string_view format_name(ResponseFormat::Kind kind) {
-  switch (kind) {
-    case ResponseFormat::Kind::kText: return "text";
-    case ResponseFormat::Kind::kJsonObject: return "json_object";
-    case ResponseFormat::Kind::kJsonSchema: return "json_schema";
-    case ResponseFormat::Kind::kRegex: return "regex";
-    case ResponseFormat::Kind::kEbnf: return "ebnf";
-  }
-  return "?";
-}
-
-std::optional<ApiError> refuse_unsupported(const GenerationParams& p) {
-  if (p.response_format.kind != ResponseFormat::Kind::kText) {
-    return unsupported("response_format",
-                       fmt::format("structured output (type '{}') is not enabled on this server; only type 'text' "
-                                   "is accepted",
-                                   format_name(p.response_format.kind)));
-  }
-  return std::nullopt;
-}
-
-}  // namespace
 
 uint64_t fresh_seed() {
   static const uint64_t base = [] {
@@ -53,7 +23,6 @@ uint64_t fresh_seed() {
 openai::ApiResult<sched::GenerateRequest> make_generate_request(const GenerationParams& params,
                                                                 std::vector<int32_t> prompt,
                                                                 const EngineRequestLimits& limits) {
-  if (auto refused = refuse_unsupported(params)) return *refused;
   if (prompt.empty()) return openai::param_error("prompt", "is empty (no tokens after tokenization)");
   const auto n_prompt = static_cast<int64_t>(prompt.size());
   int32_t max_tokens = params.max_tokens.value_or(limits.default_max_tokens);

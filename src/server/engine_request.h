@@ -1,7 +1,6 @@
 // Turns validated API parameters plus a tokenized prompt into the sched::GenerateRequest the engine
-// runs (sampling, penalties, logit_bias, stops, max_tokens against the context), and refuses what the
-// engine cannot do yet (structured output) with a 400 that names the parameter, rather than ignoring
-// it. Called by server/api.cc; any thread.
+// runs (sampling, penalties, logit_bias, stops, max_tokens against the context). Structured output
+// is compiled separately (server/structured_output.h) and attached by server/api.cc. Any thread.
 #pragma once
 
 #include <cstdint>

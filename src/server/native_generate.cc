@@ -34,6 +34,7 @@ openai::ApiResult<NativeRequest> parse_native_request(std::string_view body, con
     KEEL_API_TRY(s.read_int("max_new_tokens", 1, std::numeric_limits<int32_t>::max(), max_new));
     p.max_tokens = max_new;
     KEEL_API_TRY(openai::read_sampling_fields(s, limits, p));
+    KEEL_API_TRY(openai::read_grammar_fields(s, true, p));
     KEEL_API_TRY(s.finish());
   }
   KEEL_API_TRY(r.read_bool("stream", p.stream));

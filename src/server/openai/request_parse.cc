@@ -45,29 +45,32 @@ MaybeError read_response_format(FieldReader& r, GenerationParams& p) {
   std::string type;
   KEEL_API_TRY(f.read_string("type", type));
   using Kind = ResponseFormat::Kind;
+  ResponseFormat& rf = p.response_format;
+  rf.param = field;
   if (type == "text") {
-    p.response_format.kind = Kind::kText;
+    rf.kind = Kind::kText;
   } else if (type == "json_object") {
-    p.response_format.kind = Kind::kJsonObject;
+    rf.kind = Kind::kJsonObject;
   } else if (type == "json_schema") {
-    p.response_format.kind = Kind::kJsonSchema;
+    rf.kind = Kind::kJsonSchema;
     if (!f.has("json_schema") || !f.at("json_schema").is_object()) {
       return param_error(f.name("json_schema"), "must be an object {{\"name\", \"schema\", \"strict\"}}");
     }
     FieldReader s(f.at("json_schema"), f.name("json_schema"));
     std::string name;
-    bool strict = false;
     KEEL_API_TRY(s.read_string("name", name));
     KEEL_API_TRY(s.read_string("description", name));
-    KEEL_API_TRY(s.read_bool("strict", strict));
-    if (!s.has("schema") || !s.at("schema").is_object())
-      return param_error(s.name("schema"), "must be a JSON Schema object");
-    p.response_format.spec = s.at("schema").dump();
+    KEEL_API_TRY(s.read_bool("strict", rf.strict));
+    if (!s.has("schema") || !(s.at("schema").is_object() || s.at("schema").is_boolean()))
+      return param_error(s.name("schema"), "must be a JSON Schema (an object or a boolean)");
+    rf.spec = s.at("schema").dump();
+    rf.param = s.name("schema");
     KEEL_API_TRY(s.finish());
   } else if (type == "regex" || type == "ebnf") {
-    p.response_format.kind = type == "regex" ? Kind::kRegex : Kind::kEbnf;
-    KEEL_API_TRY(f.read_string(type, p.response_format.spec));
-    if (p.response_format.spec.empty()) return param_error(f.name(type), "must be a non-empty string");
+    rf.kind = type == "regex" ? Kind::kRegex : Kind::kEbnf;
+    KEEL_API_TRY(f.read_string(type, rf.spec));
+    if (rf.spec.empty()) return param_error(f.name(type), "must be a non-empty string");
+    rf.param = f.name(type);
   } else if (type.empty()) {
     return param_error(f.name("type"), "is required");
   } else {
@@ -245,6 +248,7 @@ ApiResult<ChatRequest> parse_chat_request(std::string_view body, const ParseLimi
   p.top_logprobs = logprobs ? top_logprobs : -1;
   KEEL_API_TRY(read_stream_fields(r, p));
   KEEL_API_TRY(read_response_format(r, p));
+  KEEL_API_TRY(read_grammar_fields(r, false, p));
   r.ignore("user");
   KEEL_API_TRY(r.finish());
   return req;
@@ -272,6 +276,7 @@ ApiResult<CompletionRequest> parse_completion_request(std::string_view body, con
   }
   KEEL_API_TRY(read_stream_fields(r, p));
   KEEL_API_TRY(read_response_format(r, p));
+  KEEL_API_TRY(read_grammar_fields(r, false, p));
   KEEL_API_TRY(r.accept_only_default("echo", false, "echo is not supported"));
   KEEL_API_TRY(r.accept_only_default("suffix", "", "suffix (fill-in-the-middle) is not supported"));
   if (r.has("best_of")) {
@@ -286,6 +291,34 @@ ApiResult<CompletionRequest> parse_completion_request(std::string_view body, con
   r.ignore("user");
   KEEL_API_TRY(r.finish());
   return req;
+}
+
+MaybeError read_grammar_fields(FieldReader& r, bool with_json_schema, GenerationParams& p) {
+  using Kind = ResponseFormat::Kind;
+  struct Field {
+    const char* key;
+    Kind kind;
+  };
+  static constexpr Field kFields[] = {{"regex", Kind::kRegex}, {"ebnf", Kind::kEbnf}, {"json_schema", Kind::kJsonSchema}};
+  for (const Field& f : kFields) {
+    if (f.kind == Kind::kJsonSchema && !with_json_schema) continue;
+    if (!r.has(f.key)) continue;
+    if (p.response_format.kind != Kind::kText) {
+      return param_error(r.name(f.key), "set only one of {} and {}",
+                         p.response_format.param.empty() ? "response_format" : p.response_format.param, r.name(f.key));
+    }
+    const json& v = r.at(f.key);
+    ResponseFormat& rf = p.response_format;
+    if (f.kind == Kind::kJsonSchema && (v.is_object() || v.is_boolean())) {
+      rf.spec = v.dump();
+    } else {
+      KEEL_API_TRY(r.read_string(f.key, rf.spec));
+      if (rf.spec.empty()) return param_error(r.name(f.key), "must be a non-empty string");
+    }
+    rf.kind = f.kind;
+    rf.param = r.name(f.key);
+  }
+  return {};
 }
 
 }  // namespace keel::server::openai

@@ -1,7 +1,7 @@
 // Parses and validates the bodies of POST /v1/chat/completions and /v1/completions into plain
 // structs, strictly: wrong types, out-of-range values and unknown fields are 400s naming the field.
-// What the engine cannot do yet (response_format other than text) is parsed here and refused by
-// server/engine_request.cc, so each refusal says what was asked. Pure: any thread.
+// Structured output (response_format, keel's `regex` / `ebnf` fields) is parsed here and compiled by
+// server/structured_output.cc, whose errors name the field it came from. Pure: any thread.
 #pragma once
 
 #include <cstdint>
@@ -25,11 +25,13 @@ struct ParseLimits {
   int64_t max_prompt_ids = 1 << 20;
 };
 
-// response_format, as asked. Only kText runs today: the grammar work wires the rest.
+// Structured output, as asked: response_format, or keel's `regex` / `ebnf` request fields.
 struct ResponseFormat {
   enum class Kind { kText, kJsonObject, kJsonSchema, kRegex, kEbnf };
   Kind kind = Kind::kText;
-  std::string spec;  // kJsonSchema: the schema as JSON text; kRegex: the pattern; kEbnf: the grammar
+  std::string spec;    // kJsonSchema: the schema as JSON text; kRegex: the pattern; kEbnf: the grammar
+  bool strict = false;  // json_schema.strict: an absent additionalProperties means false
+  std::string param;   // the request field it came from, for errors ("response_format.json_schema.schema")
 };
 
 // Parameters shared by both endpoints (and, through native_generate.cc, by /generate).
@@ -81,5 +83,10 @@ ApiResult<CompletionRequest> parse_completion_request(std::string_view body, con
 // The sampling/stop fields common to every endpoint (and /generate's sampling_params): temperature,
 // top_p, top_k, min_p, seed, n, stop, stop_token_ids, penalties, logit_bias, ignore_eos.
 MaybeError read_sampling_fields(FieldReader& r, const ParseLimits& limits, GenerationParams& p);
+
+// keel's grammar fields `regex` and `ebnf` (strings), and with json_schema (/generate's
+// sampling_params) `json_schema` (a schema object or its JSON text). At most one of them, and only
+// when p.response_format is still text.
+MaybeError read_grammar_fields(FieldReader& r, bool with_json_schema, GenerationParams& p);
 
 }  // namespace keel::server::openai

@@ -225,10 +225,13 @@ TEST_F(ApiTest, BadRequestsGetOpenAiErrors) {
       {test::post_json("/v1/chat/completions",
                        R"({"model":"test-model","messages":[{"role":"user","content":"x"}],"temperature":"hot"})"),
        400, "temperature"},
-      {test::post_json(
-           "/v1/chat/completions",
-           R"({"model":"test-model","messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"}})"),
-       400, "response_format"},
+      {test::post_json("/v1/chat/completions",
+                       R"({"model":"test-model","messages":[{"role":"user","content":"x"}],
+                           "response_format":{"type":"json_schema","json_schema":{"name":"a","schema":{"not":{}}}}})"),
+       400, "response_format.json_schema.schema"},
+      {test::post_json("/v1/completions", R"({"model":"test-model","prompt":"x","regex":"(a"})"), 400, "regex"},
+      {test::post_json("/v1/completions", R"({"model":"test-model","prompt":"x","ebnf":"root ::= undefined"})"), 400,
+       "ebnf"},
       {test::post_json("/v1/chat/completions",
                        R"({"model":"test-model","messages":[{"role":"user","content":"x"}],"presence_penalty":5})"),
        400, "presence_penalty"},
@@ -257,13 +260,33 @@ TEST_F(ApiTest, BadRequestsGetOpenAiErrors) {
   EXPECT_TRUE(engine_.submitted().empty());
 }
 
-TEST_F(ApiTest, StructuredOutputIsRefusedWithAClearMessage) {
-  auto r = call(test::post_json("/v1/chat/completions",
-                                R"({"model":"test-model","messages":[{"role":"user","content":"x"}],
-                                    "response_format":{"type":"json_schema","json_schema":{"name":"a","schema":{"type":"object"}}}})"));
-  EXPECT_EQ(r.status, 400);
-  EXPECT_NE(r.body.find("structured output"), std::string::npos) << r.body;
-  EXPECT_NE(r.body.find("not enabled"), std::string::npos) << r.body;
+TEST_F(ApiTest, StructuredOutputAttachesAConstraintOrNamesWhatIsUnsupported) {
+  auto ok = call(test::post_json("/v1/chat/completions",
+                                 R"({"model":"test-model","messages":[{"role":"user","content":"x"}],
+                                     "response_format":{"type":"json_schema","json_schema":{"name":"a",
+                                     "schema":{"type":"object","properties":{"b":{"type":"integer"}}}}}})"));
+  EXPECT_EQ(ok.status, 200) << ok.body;
+  auto native = call(test::post_json("/generate", R"({"text":"x","sampling_params":{"regex":"[a-z]+"}})"));
+  EXPECT_EQ(native.status, 200) << native.body;
+  auto plain = call(test::post_json("/v1/completions", R"({"model":"test-model","prompt":"x"})"));
+  EXPECT_EQ(plain.status, 200) << plain.body;
+  auto sub = engine_.submitted();
+  ASSERT_EQ(sub.size(), 3u);
+  EXPECT_NE(sub[0].constraint, nullptr);
+  EXPECT_NE(sub[1].constraint, nullptr);
+  EXPECT_EQ(sub[2].constraint, nullptr);
+
+  auto bad = call(test::post_json("/v1/chat/completions",
+                                  R"({"model":"test-model","messages":[{"role":"user","content":"x"}],
+                                      "response_format":{"type":"json_schema","json_schema":{"name":"a",
+                                      "schema":{"type":"object","properties":{"b":{"$dynamicRef":"#node"}}}}}})"));
+  EXPECT_EQ(bad.status, 400);
+  json j = json::parse(bad.body);
+  const std::string message = j["error"]["message"];
+  EXPECT_NE(message.find("'$dynamicRef'"), std::string::npos) << message;
+  EXPECT_NE(message.find("#/properties/b"), std::string::npos) << message;
+  EXPECT_EQ(j["error"]["param"], "response_format.json_schema.schema");
+  EXPECT_EQ(engine_.submitted().size(), 3u);
 }
 
 TEST_F(ApiTest, QueueFullIs429WithRetryAfter) {

@@ -258,6 +258,27 @@ TEST(ChatParse, ResponseFormatShapes) {
   expect_rejected(chat(with(chat_base(), "response_format", {{"type", "json_schema"}})), "response_format.json_schema",
                   "no schema");
   expect_rejected(chat(with(chat_base(), "response_format", {{"type", "regex"}})), "response_format.regex", "no regex");
+  EXPECT_EQ(schema.value().params.response_format.param, "response_format.json_schema.schema");
+  EXPECT_TRUE(schema.value().params.response_format.strict);
+}
+
+TEST(ChatParse, GrammarExtensionFields) {
+  auto regex = chat(with(chat_base(), "regex", "[0-9]+"));
+  ASSERT_TRUE(regex.ok()) << regex.error().status.to_string();
+  EXPECT_EQ(regex.value().params.response_format.kind, ResponseFormat::Kind::kRegex);
+  EXPECT_EQ(regex.value().params.response_format.spec, "[0-9]+");
+  EXPECT_EQ(regex.value().params.response_format.param, "regex");
+  auto ebnf = chat(with(chat_base(), "ebnf", "root ::= \"a\""));
+  ASSERT_TRUE(ebnf.ok());
+  EXPECT_EQ(ebnf.value().params.response_format.kind, ResponseFormat::Kind::kEbnf);
+  EXPECT_EQ(ebnf.value().params.response_format.param, "ebnf");
+  expect_rejected(chat(with(chat_base(), "regex", "")), "regex", "empty regex");
+  expect_rejected(chat(with(chat_base(), "ebnf", 3)), "ebnf", "ebnf not a string");
+  expect_rejected(chat(with(with(chat_base(), "regex", "a"), "ebnf", "root ::= \"a\"")), "ebnf", "two grammars");
+  expect_rejected(chat(with(with(chat_base(), "response_format", {{"type", "json_object"}}), "regex", "a")), "regex",
+                  "response_format and regex");
+  expect_rejected(chat(with(chat_base(), "json_schema", {{"type", "object"}})), "json_schema",
+                  "json_schema is /generate's field, not the OpenAI endpoints'");
 }
 
 TEST(CompletionParse, PromptForms) {
@@ -319,21 +340,6 @@ TEST(CompletionParse, CompletionOnlyFields) {
     auto r = completion(with(completion_base(), key, value));
     ASSERT_FALSE(r.ok()) << key;
     EXPECT_EQ(r.error().status.code(), ErrorCode::kUnsupported) << key;
-  }
-}
-
-TEST(EngineRequest, StructuredOutputIsRefusedNotIgnored) {
-  const std::vector<int32_t> prompt{1, 2};
-  auto base = chat(chat_base()).value().params;
-  for (auto kind : {ResponseFormat::Kind::kJsonObject, ResponseFormat::Kind::kJsonSchema, ResponseFormat::Kind::kRegex,
-                    ResponseFormat::Kind::kEbnf}) {
-    auto p = base;
-    p.response_format.kind = kind;
-    auto r = make_generate_request(p, prompt, EngineRequestLimits{});
-    ASSERT_FALSE(r.ok());
-    EXPECT_EQ(r.error().param, "response_format");
-    EXPECT_EQ(r.error().status.code(), ErrorCode::kUnsupported);
-    EXPECT_NE(r.error().status.message().find("structured output"), std::string::npos) << r.error().status.message();
   }
 }
 

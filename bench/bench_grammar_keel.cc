@@ -1,0 +1,121 @@
+// keel's side of bench/bench_grammar.py: over a directory of MaskBench schemas, with one tokenizer
+// (tokenizer.json), on one thread: per schema the compile time (JSON Schema -> compiled grammar ->
+// empty token-mask cache) and, for its first valid instance the grammar accepts as compact JSON, the
+// time of every fill_mask over the whole vocabulary while the instance's canonical tokens are fed
+// (cold cache: first-visit classifications included, as a first request would see them). Writes
+// one JSON object per schema to stdout; bench_grammar.py aggregates and compares with peers. The
+// instance is then fed a second time ("warm": a later request with the same schema, whose
+// per-position tables the first one built).
+//   bench_grammar_keel <tokenizer dir> <schema dir> [every_nth=1]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "grammar/compile.h"
+#include "grammar/mask_cache.h"
+#include "grammar/matcher.h"
+#include "tokenizer/tokenizer.h"
+
+namespace {
+
+using namespace keel;
+using Clock = std::chrono::steady_clock;
+
+double us_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+}
+
+std::string read_file(const std::filesystem::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+grammar::Vocabulary vocabulary(const tokenizer::Tokenizer& tok) {
+  grammar::Vocabulary v;
+  for (int32_t id = 0; id < tok.n_vocab(); ++id) {
+    v.token_bytes.push_back(tok.token_bytes(id));
+    if (tok.is_eog(id)) {
+      v.eos_ids.push_back(id);
+    } else if (tok.is_special(id)) {
+      v.special_ids.push_back(id);
+    }
+  }
+  return v;
+}
+
+// Mask times (µs) while feeding `text`'s tokens; empty when the grammar refuses them.
+std::vector<double> mask_times(const std::shared_ptr<grammar::TokenMaskCache>& masks, const tokenizer::Tokenizer& tok,
+                               const std::string& text) {
+  grammar::GrammarMatcher m(masks);
+  std::vector<uint32_t> bits(masks->n_mask_words());
+  std::vector<double> out;
+  for (int32_t id : tok.encode(text, {.add_special = false, .parse_special = false})) {
+    auto t0 = Clock::now();
+    m.fill_mask(bits);
+    out.push_back(us_since(t0));
+    if (!(bits[static_cast<size_t>(id) / 32] >> (id % 32) & 1u) || !m.accept_token(id)) return {};
+  }
+  auto t0 = Clock::now();
+  m.fill_mask(bits);
+  out.push_back(us_since(t0));
+  return m.can_end() ? out : std::vector<double>{};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: %s <tokenizer dir> <schema dir> [every_nth]\n", argv[0]);
+    return 2;
+  }
+  const std::filesystem::path tok_dir = argv[1], data = argv[2];
+  const int every = argc > 3 ? std::max(1, std::atoi(argv[3])) : 1;
+  auto tok = tokenizer::Tokenizer::from_hf_json(read_file(tok_dir / "tokenizer.json"),
+                                                read_file(tok_dir / "tokenizer_config.json"));
+  if (!tok.ok()) {
+    std::fprintf(stderr, "%s\n", tok.status().to_string().c_str());
+    return 2;
+  }
+  auto t0 = Clock::now();
+  auto trie = std::make_shared<const grammar::VocabTrie>(vocabulary(**tok));
+  std::fprintf(stderr, "vocabulary of %d tokens, trie built in %.1f ms\n", (*tok)->n_vocab(), us_since(t0) / 1e3);
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(data))
+    if (e.path().extension() == ".json") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  for (size_t i = 0; i < files.size(); i += static_cast<size_t>(every)) {
+    nlohmann::ordered_json doc = nlohmann::ordered_json::parse(read_file(files[i]), nullptr, false);
+    if (doc.is_discarded() || !doc.contains("schema")) continue;
+    nlohmann::json row = {{"file", files[i].filename().string()}};
+    grammar::GrammarSpec spec{.kind = grammar::GrammarSpec::Kind::kJsonSchema, .source = doc["schema"].dump()};
+    auto c0 = Clock::now();
+    auto g = grammar::compile_grammar(spec);
+    std::shared_ptr<grammar::TokenMaskCache> masks;
+    if (g.ok()) masks = std::make_shared<grammar::TokenMaskCache>(std::move(g).value(), trie);
+    row["compile_us"] = us_since(c0);
+    row["compiled"] = masks != nullptr;
+    if (masks) {
+      for (const auto& t : doc.value("tests", nlohmann::ordered_json::array())) {
+        if (!t.value("valid", false)) continue;
+        std::vector<double> times = mask_times(masks, **tok, t["data"].dump());
+        if (times.empty()) continue;
+        row["instance"] = t["data"].dump();
+        row["mask_us"] = times;
+        row["mask_warm_us"] = mask_times(masks, **tok, t["data"].dump());  // same schema again: tables built
+        break;
+      }
+    }
+    std::printf("%s\n", row.dump().c_str());
+    std::fflush(stdout);
+  }
+  return 0;
+}

@@ -1,0 +1,50 @@
+// GrammarStore: the serving side of src/grammar/ for one model. It holds the vocabulary trie (built
+// once per model) and an LRU of TokenMaskCaches keyed by the spec's content hash, so requests with
+// the same schema share one compiled grammar and every token-mask classification made for it so far.
+// The vocabulary is fixed per store, so the key needs nothing of it. Compilation runs on the calling
+// thread (the HTTP handler), bounded by the spec's BuildLimits; concurrent calls are safe.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include "base/status.h"
+#include "grammar/compile.h"
+#include "grammar/mask_cache.h"
+#include "grammar/vocab_trie.h"
+
+namespace keel::grammar {
+
+class GrammarStore {
+ public:
+  GrammarStore(std::shared_ptr<const VocabTrie> trie, size_t capacity);
+
+  // The mask cache for spec over this store's vocabulary; compiles on a miss (outside the lock).
+  // Compile errors are returned and not cached.
+  Result<std::shared_ptr<TokenMaskCache>> get_or_compile(const GrammarSpec& spec);
+
+  const VocabTrie& trie() const { return *trie_; }
+  size_t size() const;
+  uint64_t n_hits() const;
+  uint64_t n_misses() const;
+
+ private:
+  using Lru = std::list<uint64_t>;  // most recent first
+  struct Entry {
+    std::shared_ptr<TokenMaskCache> masks;
+    Lru::iterator lru_pos;
+  };
+
+  std::shared_ptr<const VocabTrie> trie_;
+  size_t capacity_;
+  mutable std::mutex mu_;
+  Lru lru_;
+  std::unordered_map<uint64_t, Entry> map_;
+  uint64_t n_hits_ = 0;
+  uint64_t n_misses_ = 0;
+};
+
+}  // namespace keel::grammar

@@ -1,0 +1,47 @@
+// Structured output on the server side: turns a request's ResponseFormat (json_schema, json_object,
+// regex, ebnf) into the sample::ConstraintFactory the scheduler runs, compiling on the calling HTTP
+// thread (never the scheduler's), bounded in time and size per request, through one
+// grammar::GrammarStore per model (vocabulary trie built once; compiled grammars and their token-mask
+// classifications cached by content hash, LRU-bounded). Errors are 400s naming the request field and,
+// for schemas, the keyword and its JSON pointer. Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "grammar/grammar_store.h"
+#include "grammar/json_schema.h"
+#include "sample/constraint.h"
+#include "server/openai/errors.h"
+#include "server/openai/request_parse.h"
+#include "tokenizer/tokenizer.h"
+
+namespace keel::server {
+
+struct StructuredOutputConfig {
+  size_t cache_capacity = 32;          // compiled grammars kept (with their token-mask caches)
+  int64_t max_compile_ms = 2'000;      // per request; over it -> 400
+  size_t max_grammar_symbols = 1'000'000;
+  grammar::WhitespacePolicy whitespace = grammar::WhitespacePolicy::kCompact;
+
+  Status validate() const;
+};
+
+class StructuredOutput {
+ public:
+  StructuredOutput(const tokenizer::Tokenizer& tok, const StructuredOutputConfig& config);
+
+  // Null for free text. `body` is the request body the format was parsed from: a schema is re-read
+  // from it with its key order (properties are generated in the order the schema lists them).
+  openai::ApiResult<std::shared_ptr<const sample::ConstraintFactory>> constraint_for(
+      const openai::ResponseFormat& format, std::string_view body);
+
+  const grammar::GrammarStore& store() const { return store_; }
+
+ private:
+  StructuredOutputConfig config_;
+  grammar::GrammarStore store_;
+};
+
+}  // namespace keel::server
