@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <memory>
+#include <utility>
 
 namespace keel::sample {
 
@@ -25,6 +27,37 @@ int64_t apply_token_mask(std::span<float> logits, std::span<const uint32_t> bitm
     }
   }
   return n_allowed;
+}
+
+namespace {
+
+class PrefixedFactory final : public ConstraintFactory {
+ public:
+  PrefixedFactory(std::shared_ptr<const ConstraintFactory> base, std::vector<int32_t> prefix)
+      : base_(std::move(base)), prefix_(std::move(prefix)) {}
+
+  // nullptr when a prefix token is rejected.
+  std::unique_ptr<TokenConstraint> make() const override {
+    auto c = base_->make();
+    for (int32_t t : prefix_) {
+      if (!c->accept_token(t)) return nullptr;
+    }
+    return c;
+  }
+
+ private:
+  std::shared_ptr<const ConstraintFactory> base_;
+  std::vector<int32_t> prefix_;
+};
+
+}  // namespace
+
+std::shared_ptr<const ConstraintFactory> constraint_after_prefix(std::shared_ptr<const ConstraintFactory> base,
+                                                                 std::vector<int32_t> prefix) {
+  if (prefix.empty()) return base;
+  auto f = std::make_shared<PrefixedFactory>(std::move(base), std::move(prefix));
+  if (f->make() == nullptr) return nullptr;  // checked once here, so make() never fails later
+  return f;
 }
 
 }  // namespace keel::sample

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <vector>
 
 namespace keel::sample {
 
@@ -36,6 +37,12 @@ class ConstraintFactory {
   virtual ~ConstraintFactory() = default;
   virtual std::unique_ptr<TokenConstraint> make() const = 0;
 };
+
+// A factory whose constraints start after `prefix`: each made constraint has already accepted those
+// tokens (a resumed stream's generated tokens, which the model sees as prompt). nullptr when the
+// base constraint rejects a token of prefix.
+std::shared_ptr<const ConstraintFactory> constraint_after_prefix(std::shared_ptr<const ConstraintFactory> base,
+                                                                 std::vector<int32_t> prefix);
 
 inline size_t mask_words(int64_t n_vocab) { return static_cast<size_t>((n_vocab + 31) / 32); }
 

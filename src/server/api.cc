@@ -198,12 +198,23 @@ void Api::handle_generation(ApiKind kind, http::HttpRequest&& req, const http::E
   auto prepared = prepare(kind, req.body);
   if (!prepared.ok()) return respond_error(ex, prepared.error());
   Prepared& p = prepared.value();
-  if (resumed.value()) p.prompt.insert(p.prompt.end(), resumed.value()->begin(), resumed.value()->end());
-  auto gen_req = make_generate_request(p.params, std::move(p.prompt), p.limits);
-  if (!gen_req.ok()) return respond_error(ex, gen_req.error());
   auto constraint = structured_.constraint_for(p.params.response_format, req.body);
   if (!constraint.ok()) return respond_error(ex, constraint.error());
-  gen_req.value().constraint = std::move(constraint).value();
+  std::shared_ptr<const sample::ConstraintFactory> factory = std::move(constraint).value();
+  if (resumed.value()) {
+    // A resumed stream's tokens were generated under the same grammar: its matchers start after them.
+    if (factory) {
+      factory = sample::constraint_after_prefix(std::move(factory), *resumed.value());
+      if (!factory) {
+        return respond_error(ex, openai::param_error("keel_resume_token_ids",
+                                                      "the resumed tokens do not follow the request's grammar"));
+      }
+    }
+    p.prompt.insert(p.prompt.end(), resumed.value()->begin(), resumed.value()->end());
+  }
+  auto gen_req = make_generate_request(p.params, std::move(p.prompt), p.limits);
+  if (!gen_req.ok()) return respond_error(ex, gen_req.error());
+  gen_req.value().constraint = std::move(factory);
 
   const uint64_t id = next_id_.fetch_add(1);
   gen_req.value().id = id;
