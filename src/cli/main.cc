@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string(keel::cli::kVersion));
   keel::cli::register_generate(app);
   keel::cli::register_serve(app);
+  keel::cli::register_bench(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
