@@ -34,6 +34,7 @@ using tcp = net::ip::tcp;
 namespace {
 
 constexpr size_t kMaxErrorBody = 4096;
+constexpr uint64_t kMaxResponseBytes = uint64_t{1} << 32;  // streams are long; bound them anyway
 
 // "HTTP 429: <error.message>" from an OpenAI-style error body, else the body's start.
 std::string http_error(int status, const std::string& body) {
@@ -83,7 +84,8 @@ class Call : public std::enable_shared_from_this<Call> {
  private:
   void read_head() {
     parser_.emplace();
-    parser_->body_limit(boost::none);
+    // A number, not boost::none: this Boost version compares a Content-Length against none as "over the limit".
+    parser_->body_limit(kMaxResponseBytes);
     bhttp::async_read_header(stream_, buf_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
       if (ec) return self->fail("read header", ec);
       self->result_.http_status = static_cast<int32_t>(self->parser_->get().result_int());
