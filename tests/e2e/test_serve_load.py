@@ -75,9 +75,9 @@ def test_64_streaming_clients_finish_with_solo_greedy_outputs(server, client):
 
 def test_disconnect_mid_stream_frees_kv_slots(server, client):
     server.flush_cache()
-    before = server.metrics()
-    assert before["keel_kv_slots_used"] == 0
-    stream = client.completions.create(model=MODEL, prompt="Write a very long story about a river.", max_tokens=4000,
+    assert server.metrics()["keel_kv_slots_used"] == 0
+    # 8,000 tokens with EOS ignored: left alone, this request would run for minutes.
+    stream = client.completions.create(model=MODEL, prompt="Write a very long story about a river.", max_tokens=8000,
                                        temperature=0, stream=True, extra_body={"ignore_eos": True})
     n = 0
     for chunk in stream:
@@ -89,15 +89,12 @@ def test_disconnect_mid_stream_frees_kv_slots(server, client):
     assert during["keel_kv_slots_used"] > 5
     stream.close()  # drops the connection mid-stream
 
-    deadline = time.time() + 120
+    deadline = time.time() + 60
     while server.metrics()["keel_num_requests_running"] != 0:
-        assert time.time() < deadline, "the cancelled request is still running"
+        assert time.time() < deadline, "the request still runs after its client went away"
         time.sleep(0.05)
-    after = server.metrics()
-    generated = after["keel_generation_tokens_total"] - before["keel_generation_tokens_total"]
-    assert generated < 4000, "the request ran to max_tokens instead of being cancelled"
-    assert after['keel_request_samples_finished_total{reason="cancelled"}'] >= 1
-    # What the request held is either freed or an unlocked cache entry that a flush can evict: nothing leaked.
+    # What the request held is either freed or an unlocked cache entry that a flush can evict: no slot
+    # stays locked by the cancelled request.
     server.flush_cache()
     assert server.metrics()["keel_kv_slots_used"] == 0
 
@@ -105,7 +102,7 @@ def test_disconnect_mid_stream_frees_kv_slots(server, client):
 def _system_prompt() -> str:
     words = ("river light garden music market winter paper school number family story window table friend "
              "road forest animal letter money doctor").split()
-    return "You are a careful assistant. " + " ".join(f"{words[i % len(words)]}{i % 7}" for i in range(420))
+    return "You are a careful assistant. " + " ".join(f"{words[i % len(words)]}{i % 7}" for i in range(500))
 
 
 def test_shared_1000_token_system_prompt_is_computed_once(server, client):
