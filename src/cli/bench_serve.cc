@@ -106,8 +106,8 @@ int run_bench_serve(BenchServeArgs a) {
   const int64_t n_total = static_cast<int64_t>(requests.size());
   if (!a.quiet) {
     run.on_done = [n_total, step = std::max<int64_t>(1, n_total / 10)](int64_t n) {
-      if (n % step == 0 || n == n_total) std::fprintf(stderr, "\r%lld/%lld requests", static_cast<long long>(n),
-                                                      static_cast<long long>(n_total));
+      if (n % step == 0 || n == n_total)
+        std::fprintf(stderr, "\r%lld/%lld requests", static_cast<long long>(n), static_cast<long long>(n_total));
       if (n == n_total) std::fprintf(stderr, "\n");
     };
   }
@@ -127,14 +127,16 @@ void add_workload_flags(CLI::App* cmd, BenchServeArgs& a) {
   cmd->add_option("--workload", a.workload, "random | shared-prefix")->capture_default_str();
   cmd->add_option("-n,--num-requests", a.work.n_requests, "Requests to send")->capture_default_str();
   cmd->add_option("--seed", a.work.seed, "Seed for prompts, lengths and arrivals")->capture_default_str();
-  cmd->add_option("--input-words-min", a.work.input_words_min, "random: shortest prompt (words)")->capture_default_str();
+  cmd->add_option("--input-words-min", a.work.input_words_min, "random: shortest prompt (words)")
+      ->capture_default_str();
   cmd->add_option("--input-words-max", a.work.input_words_max, "random: longest prompt (words)")->capture_default_str();
   cmd->add_option("--output-tokens-min", a.work.output_tokens_min, "Smallest max_tokens")->capture_default_str();
   cmd->add_option("--output-tokens-max", a.work.output_tokens_max, "Largest max_tokens")->capture_default_str();
   cmd->add_option("--tenants", a.work.n_tenants, "shared-prefix: tenants (T)")->capture_default_str();
   cmd->add_option("--prompts-per-tenant", a.work.n_prompts_per_tenant, "shared-prefix: system prompts per tenant (P)")
       ->capture_default_str();
-  cmd->add_option("--prefix-words", a.work.prefix_words, "shared-prefix: words per system prompt")->capture_default_str();
+  cmd->add_option("--prefix-words", a.work.prefix_words, "shared-prefix: words per system prompt")
+      ->capture_default_str();
   cmd->add_option("--question-words", a.work.question_words, "shared-prefix: words per unique question")
       ->capture_default_str();
 }

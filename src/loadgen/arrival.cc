@@ -6,14 +6,14 @@
 namespace keel::loadgen {
 
 Status ArrivalConfig::validate() const {
-  if (concurrency < 0) return make_error(ErrorCode::kInvalidArgument, "--concurrency must be >= 1, got {}", concurrency);
+  if (concurrency < 0)
+    return make_error(ErrorCode::kInvalidArgument, "--concurrency must be >= 1, got {}", concurrency);
   if (!(rate_rps >= 0.0) || !std::isfinite(rate_rps))
     return make_error(ErrorCode::kInvalidArgument, "--rate must be a positive number, got {}", rate_rps);
   if ((concurrency > 0) == (rate_rps > 0.0))
     return make_error(ErrorCode::kInvalidArgument, "give exactly one of --concurrency and --rate");
   if (burst < 1) return make_error(ErrorCode::kInvalidArgument, "--burst must be >= 1, got {}", burst);
-  if (concurrency > 0 && burst != 1)
-    return make_error(ErrorCode::kInvalidArgument, "--burst only applies with --rate");
+  if (concurrency > 0 && burst != 1) return make_error(ErrorCode::kInvalidArgument, "--burst only applies with --rate");
   return {};
 }
 

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 
+#include <fmt/format.h>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -17,7 +18,6 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "base/clock.h"
@@ -49,7 +49,7 @@ std::string http_error(int status, const std::string& body) {
 }
 
 bhttp::request<bhttp::string_body> make_request(const Target& t, bhttp::verb verb, std::string target,
-                                                 std::string body) {
+                                                std::string body) {
   bhttp::request<bhttp::string_body> req{verb, target, 11};
   req.set(bhttp::field::host, fmt::format("{}:{}", t.host, t.port));
   req.set(bhttp::field::user_agent, "keel-bench-serve");
@@ -151,8 +151,8 @@ class Call : public std::enable_shared_from_this<Call> {
 
   void fail(std::string_view what, beast::error_code ec) {
     result_.end_us = now_us();
-    result_.error = ec == beast::error::timeout ? fmt::format("{}: timed out", what)
-                                                : fmt::format("{}: {}", what, ec.message());
+    result_.error =
+        ec == beast::error::timeout ? fmt::format("{}: timed out", what) : fmt::format("{}: {}", what, ec.message());
     close();
   }
 
@@ -203,8 +203,9 @@ class Driver {
     auto body = make_body(c_.endpoint, specs_[i], c_.body);
     auto req = make_request(c_.target, bhttp::verb::post, c_.target.base_path + std::string(endpoint_path(c_.endpoint)),
                             std::move(body));
-    std::make_shared<Call>(ioc_, endpoints_, std::move(req), results_[i], [this] { on_done(); })
-        ->start(c_.request_timeout_s);
+    std::make_shared<Call>(ioc_, endpoints_, std::move(req), results_[i], [this] {
+      on_done();
+    })->start(c_.request_timeout_s);
   }
 
   void on_done() {

@@ -31,10 +31,10 @@ Status check_extra_json(std::string_view extra_json);
 std::string make_body(Endpoint e, const RequestSpec& spec, const BodyOptions& options);
 
 struct StreamChunk {
-  bool done = false;       // the "[DONE]" marker
-  std::string text;        // output text of the first choice in this chunk (may be empty)
+  bool done = false;  // the "[DONE]" marker
+  std::string text;   // output text of the first choice in this chunk (may be empty)
   std::optional<int32_t> completion_tokens, prompt_tokens, cached_tokens;  // from "usage", when present
-  std::string error;       // an in-stream {"error": ...} object's message
+  std::string error;  // an in-stream {"error": ...} object's message
 };
 
 // Reads one SSE event's data. kInvalidArgument when it is neither "[DONE]" nor a JSON object.

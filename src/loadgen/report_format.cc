@@ -9,13 +9,11 @@ using nlohmann::json;
 namespace {
 
 json summary_json(const Summary& s) {
-  return {{"n", s.n}, {"mean", s.mean}, {"p50", s.p50}, {"p95", s.p95},
-          {"p99", s.p99}, {"min", s.min}, {"max", s.max}};
+  return {{"n", s.n}, {"mean", s.mean}, {"p50", s.p50}, {"p95", s.p95}, {"p99", s.p99}, {"min", s.min}, {"max", s.max}};
 }
 
 std::string summary_row(std::string_view name, const Summary& s) {
-  return fmt::format("{:<22} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f}\n", name, s.mean, s.p50, s.p95, s.p99,
-                     s.max);
+  return fmt::format("{:<22} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f}\n", name, s.mean, s.p50, s.p95, s.p99, s.max);
 }
 
 }  // namespace

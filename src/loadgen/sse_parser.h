@@ -20,8 +20,8 @@ class SseParser {
  private:
   void end_line(std::vector<std::string>& events);
 
-  std::string line_;   // the current, unfinished line
-  std::string data_;   // data of the current event so far
+  std::string line_;  // the current, unfinished line
+  std::string data_;  // data of the current event so far
   bool has_data_ = false;
   bool last_cr_ = false;  // the previous byte was '\r' (a following '\n' belongs to it)
 };

@@ -11,12 +11,12 @@ namespace {
 
 // Common English words, so prompts tokenize like ordinary text on any vocabulary.
 constexpr const char* kWords[] = {
-    "time",   "people", "water",  "house",  "light",   "river",  "garden", "music",  "city",   "market", "winter",
-    "summer", "paper",  "school", "number", "family",  "story",  "window", "table",  "friend", "road",   "forest",
-    "animal", "letter", "money",  "doctor", "kitchen", "travel", "energy", "nature", "island", "bridge", "mountain",
-    "moment", "answer", "simple", "strong", "bright",  "quiet",  "happy",  "early",  "green",  "small",  "large",
-    "write",  "build",  "learn",  "watch",  "follow",  "change", "carry",  "bring",  "explain", "choose", "listen",
-    "measure", "repair", "cook",  "paint",  "open",    "close",  "plan",   "share",  "remember"};
+    "time",    "people", "water",  "house",  "light",   "river",  "garden", "music",  "city",    "market", "winter",
+    "summer",  "paper",  "school", "number", "family",  "story",  "window", "table",  "friend",  "road",   "forest",
+    "animal",  "letter", "money",  "doctor", "kitchen", "travel", "energy", "nature", "island",  "bridge", "mountain",
+    "moment",  "answer", "simple", "strong", "bright",  "quiet",  "happy",  "early",  "green",   "small",  "large",
+    "write",   "build",  "learn",  "watch",  "follow",  "change", "carry",  "bring",  "explain", "choose", "listen",
+    "measure", "repair", "cook",   "paint",  "open",    "close",  "plan",   "share",  "remember"};
 
 std::string random_words(std::mt19937_64& rng, int32_t n) {
   std::uniform_int_distribution<size_t> pick(0, std::size(kWords) - 1);
@@ -62,7 +62,8 @@ Status WorkloadConfig::validate() const {
                       output_tokens_max);
   if (n_tenants < 1) return bad("--tenants (>= 1)", n_tenants);
   if (n_prompts_per_tenant < 1) return bad("--prompts-per-tenant (>= 1)", n_prompts_per_tenant);
-  if (int64_t{n_tenants} * n_prompts_per_tenant > 100'000) return bad("--tenants x --prompts-per-tenant (<= 100000)", int64_t{n_tenants} * n_prompts_per_tenant);
+  if (int64_t{n_tenants} * n_prompts_per_tenant > 100'000)
+    return bad("--tenants x --prompts-per-tenant (<= 100000)", int64_t{n_tenants} * n_prompts_per_tenant);
   if (prefix_words < 1) return bad("--prefix-words (>= 1)", prefix_words);
   if (question_words < 1) return bad("--question-words (>= 1)", question_words);
   return {};
@@ -84,9 +85,7 @@ std::vector<RequestSpec> make_workload(const WorkloadConfig& c) {
     RequestSpec r;
     r.max_tokens = uniform(rng, c.output_tokens_min, c.output_tokens_max);
     switch (c.kind) {
-      case WorkloadKind::kRandom:
-        r.user = random_words(rng, uniform(rng, c.input_words_min, c.input_words_max));
-        break;
+      case WorkloadKind::kRandom: r.user = random_words(rng, uniform(rng, c.input_words_min, c.input_words_max)); break;
       case WorkloadKind::kSharedPrefix:
         r.prefix_group = uniform(rng, 0, static_cast<int32_t>(prefixes.size()) - 1);
         r.system = prefixes[static_cast<size_t>(r.prefix_group)];

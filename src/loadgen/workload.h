@@ -21,18 +21,18 @@ struct WorkloadConfig {
   WorkloadKind kind = WorkloadKind::kRandom;
   int64_t n_requests = 100;
   uint64_t seed = 0;
-  int32_t input_words_min = 16, input_words_max = 64;  // kRandom: user prompt length
+  int32_t input_words_min = 16, input_words_max = 64;      // kRandom: user prompt length
   int32_t output_tokens_min = 16, output_tokens_max = 64;  // max_tokens of each request, both kinds
-  int32_t n_tenants = 4;               // kSharedPrefix
-  int32_t n_prompts_per_tenant = 2;    // kSharedPrefix: system prompts per tenant
-  int32_t prefix_words = 400;          // kSharedPrefix: words per system prompt
-  int32_t question_words = 12;         // kSharedPrefix: words per unique question
+  int32_t n_tenants = 4;                                   // kSharedPrefix
+  int32_t n_prompts_per_tenant = 2;                        // kSharedPrefix: system prompts per tenant
+  int32_t prefix_words = 400;                              // kSharedPrefix: words per system prompt
+  int32_t question_words = 12;                             // kSharedPrefix: words per unique question
 
   Status validate() const;
 };
 
 struct RequestSpec {
-  std::string system;      // empty: no system message (chat) / no prefix (completions)
+  std::string system;  // empty: no system message (chat) / no prefix (completions)
   std::string user;
   int32_t max_tokens = 0;
   int32_t prefix_group = -1;  // kSharedPrefix: tenant * n_prompts_per_tenant + prompt; else -1

@@ -50,7 +50,7 @@ RequestResult ok_result(int64_t start, std::vector<int64_t> tokens, int64_t end,
 
 TEST(MakeReport, TimingsThroughputAndErrors) {
   std::vector<RequestResult> results;
-  results.push_back(ok_result(0, {10'000, 20'000, 40'000}, 50'000, 3));         // ttft 10 ms, gaps 10, 20
+  results.push_back(ok_result(0, {10'000, 20'000, 40'000}, 50'000, 3));           // ttft 10 ms, gaps 10, 20
   results.push_back(ok_result(1'000'000, {1'030'000, 1'060'000}, 2'000'000, 2));  // ttft 30 ms, gap 30
   RequestResult bad;
   bad.start_us = 500'000;

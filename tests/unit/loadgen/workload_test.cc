@@ -23,8 +23,13 @@ int32_t n_words(const std::string& s) {
 }
 
 TEST(Workload, RandomIsDeterministicAndWithinBounds) {
-  WorkloadConfig c{.kind = WorkloadKind::kRandom, .n_requests = 500, .seed = 7, .input_words_min = 3,
-                   .input_words_max = 9, .output_tokens_min = 2, .output_tokens_max = 5};
+  WorkloadConfig c{.kind = WorkloadKind::kRandom,
+                   .n_requests = 500,
+                   .seed = 7,
+                   .input_words_min = 3,
+                   .input_words_max = 9,
+                   .output_tokens_min = 2,
+                   .output_tokens_max = 5};
   ASSERT_TRUE(c.validate().ok());
   auto a = make_workload(c);
   auto b = make_workload(c);
@@ -44,8 +49,13 @@ TEST(Workload, RandomIsDeterministicAndWithinBounds) {
 }
 
 TEST(Workload, SharedPrefixHasTenantsTimesPromptsAndUniqueQuestions) {
-  WorkloadConfig c{.kind = WorkloadKind::kSharedPrefix, .n_requests = 400, .seed = 1, .n_tenants = 3,
-                   .n_prompts_per_tenant = 2, .prefix_words = 50, .question_words = 4};
+  WorkloadConfig c{.kind = WorkloadKind::kSharedPrefix,
+                   .n_requests = 400,
+                   .seed = 1,
+                   .n_tenants = 3,
+                   .n_prompts_per_tenant = 2,
+                   .prefix_words = 50,
+                   .question_words = 4};
   ASSERT_TRUE(c.validate().ok());
   auto reqs = make_workload(c);
   std::map<int32_t, std::string> prefix_of_group;
