@@ -8,7 +8,11 @@ over plain OpenAI HTTP with streaming chat completions:
     generates the same number of tokens);
   - shared-prefix workload (T tenants x P system prompts of --prefix-words words + short unique
     questions) at concurrency 8.
-One run each. Prints a markdown table (output tokens/s, TTFT p50/p99) and writes every report as JSON.
+Each scenario has its own seed, so no scenario finds its prompts cached by an earlier one. One run
+each. Prints a markdown table (output tokens/s, TTFT p50/p99) and writes every report as JSON.
+
+Needs llama-cpp-python with its server extras (uvicorn, fastapi, sse-starlette, starlette-context,
+pydantic-settings: `pip install 'llama-cpp-python[server]'`).
 
 Usage: bench/bench_serve.py [--threads 1] [--out bench/results/serve.json] [--only keel|llama.cpp]
 """
@@ -85,10 +89,10 @@ def bench_server(a, name: str, start) -> dict:
         try:
             wait_ready(url, proc, name)
             results = {}
-            for label, flags in scenarios(a):
+            for i, (label, flags) in enumerate(scenarios(a)):
                 with tempfile.NamedTemporaryFile(suffix=".json") as f:
                     cmd = [a.keel, "bench", "serve", "--quiet", "--url", url, "--model", "smollm2", "--endpoint",
-                           "chat", "--seed", "1", "--output", f.name, *flags]
+                           "chat", "--seed", str(i + 1), "--output", f.name, *flags]
                     print(f"[{name}] {label}: {' '.join(cmd[1:])}", flush=True)
                     r = subprocess.run(cmd, capture_output=True, text=True)
                     print(r.stdout, flush=True)
@@ -132,19 +136,22 @@ def main():
     a = ap.parse_args()
 
     servers = {"keel": start_keel, "llama.cpp": start_llama}
-    runs = {}
-    load_before = os.getloadavg()
+    out = pathlib.Path(a.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    # --only updates that server's runs in an existing result file and keeps the other's.
+    result = json.loads(out.read_text()) if a.only and out.exists() else {"runs": {}}
+    runs = result["runs"]
+    result.update({"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                   "cpu": open("/proc/cpuinfo").read().split("model name")[1].split("\n")[0].strip(": \t"),
+                   "cores": os.cpu_count(), "threads": a.threads, "model": os.path.basename(a.model)})
     for name, start in servers.items():
         if a.only in (None, name):
+            load_before = os.getloadavg()
             runs[name] = bench_server(a, name, start)
-    result = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-              "cpu": open("/proc/cpuinfo").read().split("model name")[1].split("\n")[0].strip(": \t"),
-              "cores": os.cpu_count(), "threads": a.threads, "model": os.path.basename(a.model),
-              "loadavg_before": load_before, "loadavg_after": os.getloadavg(), "runs": runs}
-    pathlib.Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    pathlib.Path(a.out).write_text(json.dumps(result, indent=2))
+            result.setdefault("loadavg", {})[name] = {"before": load_before, "after": os.getloadavg()}
+            out.write_text(json.dumps(result, indent=2))  # after each server, so a failure keeps what ran
     print(table(runs))
-    print(f"load average before {load_before}, after {os.getloadavg()}")
+    print(f"load averages (1, 5, 15 min): {result['loadavg']}")
 
 
 if __name__ == "__main__":
