@@ -63,7 +63,9 @@ def start_keel(a, port: int, log) -> subprocess.Popen:
 def start_llama(a, port: int, log) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", a.model, "--host", "127.0.0.1",
                              "--port", str(port), "--n_threads", str(a.threads), "--n_threads_batch", str(a.threads),
-                             "--n_ctx", str(a.ctx), "--model_alias", "smollm2"],
+                             "--n_ctx", str(a.ctx), "--model_alias", "smollm2",
+                             # Its default (True) ends the running stream whenever another request arrives.
+                             "--interrupt_requests", "False"],
                             stdout=log, stderr=subprocess.STDOUT)
 
 
