@@ -75,7 +75,8 @@ def test_64_streaming_clients_finish_with_solo_greedy_outputs(server, client):
 
 def test_disconnect_mid_stream_frees_kv_slots(server, client):
     server.flush_cache()
-    assert server.metrics()["keel_kv_slots_used"] == 0
+    before = server.metrics()
+    assert before["keel_kv_slots_used"] == 0
     # 8,000 tokens with EOS ignored: left alone, this request would run for minutes.
     stream = client.completions.create(model=MODEL, prompt="Write a very long story about a river.", max_tokens=8000,
                                        temperature=0, stream=True, extra_body={"ignore_eos": True})
@@ -92,6 +93,11 @@ def test_disconnect_mid_stream_frees_kv_slots(server, client):
     deadline = time.time() + 60
     while server.metrics()["keel_num_requests_running"] != 0:
         assert time.time() < deadline, "the request still runs after its client went away"
+        time.sleep(0.05)
+    cancelled = 'keel_request_samples_finished_total{reason="cancelled"}'
+    deadline = time.time() + 60
+    while server.metrics().get(cancelled, 0) != before.get(cancelled, 0) + 1:
+        assert time.time() < deadline, "the cancellation was never counted"
         time.sleep(0.05)
     # What the request held is either freed or an unlocked cache entry that a flush can evict: no slot
     # stays locked by the cancelled request.
