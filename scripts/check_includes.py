@@ -22,6 +22,7 @@ ALLOWED = {
     "sched": {"base", "tensor", "format", "backend", "model", "cache", "sample", "grammar", "spec", "tokenizer", "sched"},
     "server": {"base", "tensor", "format", "backend", "model", "cache", "sample", "grammar", "spec", "tokenizer", "sched", "server"},
     "router": {"base", "router"},
+    "loadgen": {"base", "loadgen"},
     "control": {"base", "control"},
     "chain": {"base", "chain"},
     "cli": None,  # the binary composes everything

@@ -15,6 +15,7 @@ inline constexpr std::string_view kVersion = "0.1.0";
 void register_generate(CLI::App& app);
 void register_serve(CLI::App& app);
 void register_router(CLI::App& app);
+void register_bench(CLI::App& app);  // `keel bench serve` (cli/bench_serve.cc)
 
 void set_exit_code(int code);
 int exit_code();

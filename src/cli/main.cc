@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   keel::cli::register_generate(app);
   keel::cli::register_serve(app);
   keel::cli::register_router(app);
+  keel::cli::register_bench(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -57,7 +57,12 @@ Generation::Generation(GenerationSetup setup, http::ExchangePtr exchange, const 
   }
 }
 
+Generation::~Generation() {
+  if (submitted_ && !done_) metrics_.count_finished(FinishReason::kCancelled);
+}
+
 void Generation::start_stream() {
+  submitted_ = true;
   if (head_sent_ || done_ || !setup_.stream) return;
   head_sent_ = true;
   exchange_->begin_stream(200, "text/event-stream", {});

@@ -48,8 +48,12 @@ class Generation {
  public:
   Generation(GenerationSetup setup, http::ExchangePtr exchange, const tokenizer::Tokenizer& tok,
              GenerationMetrics& metrics);
+  // A submitted generation that never ended on the wire was cancelled by its client: the engine's final
+  // kCancelled event was dropped with the connection (Exchange::post), so it is counted here.
+  ~Generation();
 
-  // Sends the stream head (and chat's role chunks) unless already sent. Idempotent.
+  // Sends the stream head (and chat's role chunks) unless already sent. Idempotent. The Api calls it
+  // once the engine accepted the request, which marks the generation submitted.
   void start_stream();
   void on_event(sched::StreamEvent&& ev);
 
@@ -78,6 +82,7 @@ class Generation {
   openai::Usage usage_;
   int32_t n_finished_ = 0;
   bool head_sent_ = false;
+  bool submitted_ = false;  // start_stream() ran: the engine accepted the request
   bool done_ = false;
   int64_t last_token_us_ = 0;
 };
