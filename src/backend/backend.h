@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -124,6 +125,16 @@ class Backend {
   virtual void add(const Tensor& a, const Tensor& b, Tensor& out) = 0;
   // out[i, :] = x[rows[i], :].
   virtual void gather_rows(const Tensor& x, std::span<const int32_t> rows, Tensor& out) = 0;
+
+  // Decode-step graphs (cuda). step_graph_bucket(n): the padded token count a decode step of n
+  // single-token sequences runs at as a graph replay, or 0 when this backend replays no graphs (cpu,
+  // KEEL_CUDA_GRAPHS=0, profiling, n too large). run_step(key, issue): runs `issue` (which only calls
+  // ops, no copies to the host, no synchronize); with key > 0 as a replay of the graph captured for
+  // key, captured at first use. The ops `issue` calls must then see the same shapes and buffers at
+  // every call with that key (only host span contents may change); the backend checks that and
+  // captures again when they differ.
+  virtual int64_t step_graph_bucket(int64_t /*n_tokens*/) const { return 0; }
+  virtual void run_step(int64_t /*graph_key*/, const std::function<void()>& issue) { issue(); }
 };
 
 // Backends by name: "cpu" (always), "cuda" (when built with KEEL_CUDA and a device is present).

@@ -67,6 +67,7 @@ struct AttnLaunch {
   float scale;
   int n_splits;   // key ranges per item (split-KV); 1 writes out directly
   int split_len;  // keys per split, a multiple of 32
+  const int32_t* split_len_dev;  // when not null, split_len is read here (graph steps: it changes per step)
   float* partial_acc;  // [n_splits, n_tokens * n_heads, head_dim] when n_splits > 1
   float* partial_ml;   // [n_splits, n_tokens * n_heads, 2] running max and sum
 };
