@@ -109,6 +109,16 @@ class Backend {
   virtual void add_rms_norm(Tensor& residual, const Tensor& x, const Tensor& w, float eps, Tensor& out) = 0;
   // out[n, m] = x[n, k] · w[m, k]^T (+ bias[m] when bias.data != nullptr). w of any weight dtype.
   virtual void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out) = 0;
+  // Several matmuls of one x (Q/K/V, gate/up): out_i = x · w_i^T (+ bias_i). cuda runs decode-sized
+  // ones as one launch; the default runs matmul for each.
+  struct MatmulTarget {
+    const Tensor* w;
+    const Tensor* bias;  // may be null
+    Tensor* out;
+  };
+  virtual void matmul_group(const Tensor& x, std::span<const MatmulTarget> targets) {
+    for (const MatmulTarget& t : targets) matmul(x, *t.w, t.bias, *t.out);
+  }
   // In place on x [n, n_heads, head_dim]; positions [n].
   virtual void rope(Tensor& x, std::span<const int32_t> positions, const RopeParams& p) = 0;
   // Writes k, v [n, n_kv_heads, head_dim] into k_cache, v_cache [n_slots, n_kv_heads, head_dim]

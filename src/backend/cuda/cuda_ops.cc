@@ -95,6 +95,39 @@ void CudaBackend::matmul(const Tensor& x, const Tensor& w, const Tensor* bias, T
   }
 }
 
+void CudaBackend::matmul_group(const Tensor& x, std::span<const MatmulTarget> targets) {
+  const int64_t n = x.n_rows(), k = x.row_len();
+  const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  bool one_launch = n <= kGemvMaxTokens && n > 0 && k % 8 == 0 && aligned(x.data) && x.dtype == DType::kBF16 &&
+                    !targets.empty() && targets.size() <= static_cast<size_t>(kGemvMaxSegments);
+  for (const MatmulTarget& t : targets) {
+    one_launch = one_launch && t.w->dtype == DType::kBF16 && t.w->row_len() == k && aligned(t.w->data) &&
+                 t.out->dtype == targets[0].out->dtype && t.out->numel() == n * t.w->n_rows() &&
+                 (t.bias == nullptr || t.bias->data == nullptr ||
+                  (t.bias->dtype == DType::kF32 && t.bias->numel() == t.w->n_rows()));
+  }
+  if (!one_launch) {
+    Backend::matmul_group(x, targets);
+    return;
+  }
+  ScopedOp prof(*prof_, "matmul");
+  const ActType ot = act_type(*targets[0].out, "matmul");
+  GemvGroup g{};
+  g.n_seg = static_cast<int>(targets.size());
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const MatmulTarget& t = targets[i];
+    g.w[i] = t.w->data;
+    g.bias[i] = t.bias != nullptr ? static_cast<const float*>(t.bias->data) : nullptr;
+    g.out[i] = t.out->data;
+    g.m[i] = t.w->n_rows();
+  }
+  if (skip_launch(x.data, g.w[0], g.w[1], g.w[2], g.bias[0], g.bias[1], g.bias[2], g.out[0], g.out[1], g.out[2],
+                  g.m[0], g.m[1], g.m[2], g.n_seg, n, k, ot)) {
+    return;
+  }
+  launch_gemv_group(x.data, g, static_cast<int>(n), k, ot, stream_);
+}
+
 void CudaBackend::rope(Tensor& x, std::span<const int32_t> positions, const RopeParams& p) {
   ScopedOp prof(*prof_, "rope");
   KEEL_CHECK(x.shape.rank == 3, "rope: x must be [n, n_heads, head_dim], is {}", x.shape.to_string());

@@ -40,6 +40,7 @@ class CudaBackend final : public Backend {
   void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) override;
   void add_rms_norm(Tensor& residual, const Tensor& x, const Tensor& w, float eps, Tensor& out) override;
   void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out) override;
+  void matmul_group(const Tensor& x, std::span<const MatmulTarget> targets) override;
   void rope(Tensor& x, std::span<const int32_t> positions, const RopeParams& p) override;
   void write_kv(const Tensor& k, const Tensor& v, std::span<const int32_t> slots, Tensor& k_cache,
                 Tensor& v_cache) override;

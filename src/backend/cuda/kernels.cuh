@@ -37,6 +37,17 @@ void launch_add(const void* a, const void* b, void* out, int64_t n, ActType t, c
 inline constexpr int kGemvMaxTokens = 8;
 void launch_gemv(const void* x, const void* w, const float* bias, void* out, int n, int64_t k, int64_t m, ActType t,
                  cudaStream_t s);
+// Up to kGemvMaxSegments weights [m_i, k] sharing x in one launch: out_i [n, m_i] = x . w_i^T (+ bias_i).
+inline constexpr int kGemvMaxSegments = 3;
+struct GemvGroup {
+  const void* w[kGemvMaxSegments];
+  const float* bias[kGemvMaxSegments];
+  void* out[kGemvMaxSegments];
+  int64_t m[kGemvMaxSegments];
+  int n_seg;
+  int64_t m_total;  // set by the launcher
+};
+void launch_gemv_group(const void* x, GemvGroup g, int n, int64_t k, ActType t, cudaStream_t s);
 // out [n, m] += bias [m] (f32).
 void launch_add_bias(void* out, const float* bias, int64_t n, int64_t m, ActType t, cudaStream_t s);
 // out [r, row_bytes] = x rows [r] (any dtype: whole rows of bytes).

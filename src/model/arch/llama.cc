@@ -169,19 +169,23 @@ void LlamaModel::run_attention(int l, const Batch& b, std::span<const backend::A
   Tensor h = act(s_.h, n);
   Tensor q = act(s_.q, n), k = act(s_.k, n), v = act(s_.v, n);
   auto bias = [](const Buffer& buf) { return buf.empty() ? nullptr : &buf.tensor(); };
+  // Q, K and V from one read of h (one launch for decode on cuda).
+  const auto qkv = [&](Tensor& qo, Tensor& ko) {
+    const backend::Backend::MatmulTarget t[] = {{&w.wq.tensor(), bias(w.bq), &qo},
+                                                {&w.wk.tensor(), bias(w.bk), &ko},
+                                                {&w.wv.tensor(), bias(w.bv), &v}};
+    be.matmul_group(h, t);
+  };
   if (c.qk_norm) {
     Tensor q_raw = act(s_.q_raw, n), k_raw = act(s_.k_raw, n);
-    be.matmul(h, w.wq.tensor(), bias(w.bq), q_raw);
-    be.matmul(h, w.wk.tensor(), bias(w.bk), k_raw);
+    qkv(q_raw, k_raw);
     Tensor qh = q.reshaped(make_shape({n * c.n_heads, c.head_dim}));
     Tensor kh = k.reshaped(make_shape({n * c.n_kv_heads, c.head_dim}));
     be.rms_norm(q_raw.reshaped(qh.shape), w.q_norm.tensor(), c.rms_eps, qh);
     be.rms_norm(k_raw.reshaped(kh.shape), w.k_norm.tensor(), c.rms_eps, kh);
   } else {
-    be.matmul(h, w.wq.tensor(), bias(w.bq), q);
-    be.matmul(h, w.wk.tensor(), bias(w.bk), k);
+    qkv(q, k);
   }
-  be.matmul(h, w.wv.tensor(), bias(w.bv), v);
   Tensor q3 = q.reshaped(make_shape({n, c.n_heads, c.head_dim}));
   Tensor k3 = k.reshaped(make_shape({n, c.n_kv_heads, c.head_dim}));
   Tensor v3 = v.reshaped(make_shape({n, c.n_kv_heads, c.head_dim}));
@@ -210,8 +214,8 @@ void LlamaModel::run_mlp(int l, int64_t n) {
   LayerBuffers& w = layers_[static_cast<size_t>(l)];
   backend::Backend& be = *backend_;
   Tensor h = act(s_.h, n), gate = act(s_.gate, n), upv = act(s_.up, n), a = act(s_.act, n);
-  be.matmul(h, w.w_gate.tensor(), nullptr, gate);
-  be.matmul(h, w.w_up.tensor(), nullptr, upv);
+  const backend::Backend::MatmulTarget t[] = {{&w.w_gate.tensor(), nullptr, &gate}, {&w.w_up.tensor(), nullptr, &upv}};
+  be.matmul_group(h, t);
   be.silu_mul(gate, upv, a);
   dump("ffn_act", l, a);
   Tensor proj = act(s_.proj, n);
