@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every GPU check and benchmark of the CUDA backend in one go, on a machine with an NVIDIA GPU:
-# op tests against the CPU backend, compute-sanitizer memcheck + racecheck on them, whole-model parity
+# op tests against the CPU backend, decode-step CUDA graphs against eager steps, compute-sanitizer memcheck + racecheck on them, whole-model parity
 # with transformers (tiny random Llama/Qwen2/Qwen3), `keel generate` cpu vs cuda, `keel serve
 # --device cuda` answering a completion, and the Llama-3-8B-shaped benchmark (dummy weights).
 # Prints a short table last. Binaries come from $KEEL_GPU_BIN (default build/); logs go to $KEEL_GPU_OUT.
@@ -13,13 +13,16 @@ mkdir -p "$OUT"
 declare -a SUMMARY
 note() { SUMMARY+=("$(printf '%-28s %s' "$1" "$2")"); }
 find_bin() { for p in "$BIN/$1" "$BIN/tests/gpu/$1" "$BIN/bench/cuda/$1" "$BIN/src/cli/$1"; do [[ -x $p ]] && { echo "$p"; return; }; done; echo "missing-$1"; }
-OPS=$(find_bin keel_gpu_ops_tests); CHECK=$(find_bin keel_gpu_model_check); BENCH=$(find_bin keel_cuda_bench); KEEL=$(find_bin keel)
+OPS=$(find_bin keel_gpu_ops_tests); GRAPHS=$(find_bin keel_gpu_graph_tests); CHECK=$(find_bin keel_gpu_model_check); BENCH=$(find_bin keel_cuda_bench); KEEL=$(find_bin keel)
 TOOLS=$(mktemp -d); ln -s "$(realpath "$CHECK")" "$TOOLS/keel_gpu_model_check"; ln -s "$(realpath "$KEEL")" "$TOOLS/keel"
 
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 
 "$OPS" --gtest_brief=1 >"$OUT/ops.log" 2>&1; rc=$?
 note "op tests vs cpu" "$([[ $rc == 0 ]] && echo pass || echo FAIL) ($(grep -m1 'tests from .* ran' "$OUT/ops.log"))"
+
+"$GRAPHS" --gtest_brief=1 >"$OUT/graphs.log" 2>&1; rc=$?
+note "graph steps vs eager" "$([[ $rc == 0 ]] && echo pass || echo FAIL) ($(grep -m1 'tests from .* ran' "$OUT/graphs.log"))"
 
 SAN=compute-sanitizer; command -v $SAN >/dev/null || SAN=/usr/local/cuda/bin/compute-sanitizer
 # The CPU reference dominates the run time, not the sanitizer: the 8k-context cases are left to the plain run.
@@ -42,7 +45,8 @@ curl -s "http://127.0.0.1:$PORT/v1/completions" -H 'Content-Type: application/js
 kill -TERM $SERVE; wait $SERVE; src=$?
 note "serve --device cuda" "$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print("pass", r["usage"])' "$OUT/serve_reply.json" 2>/dev/null || echo FAIL) exit $src"
 
-"$BENCH" bench/cuda/llama3-8b 512 8 2048 64 >"$OUT/bench.log" 2>&1; rc=$?
+# Decode phases eager and as graph replays; KEEL_CUDA_STEP_TIMES: GPU idle between steps, capture times.
+KEEL_CUDA_STEP_TIMES=1 "$BENCH" bench/cuda/llama3-8b 512 8 2048 64 >"$OUT/bench.log" 2>&1; rc=$?
 note "bench llama3-8b" "rc=$rc"
 # Where the time goes: per-op GPU time for each phase on its own (KEEL_CUDA_PROFILE).
 for ph in d1 pf dB; do

@@ -4,7 +4,11 @@
 // / measured bf16 GEMM rate), both passed in from shared/GPU.md's measurements.
 // Usage: keel_cuda_bench CONFIG_DIR [decode_ctx=512] [prefill_batch=8] [prefill_len=2048] [batch=64]
 //                        [phases=d1,pf,dB]   (d1: batch-1 decode, pf: prefill, dB: batched decode)
-// With KEEL_CUDA_PROFILE=1 the backend prints per-op GPU time at exit (run one phase for a breakdown).
+// Decode phases run twice: eagerly (KEEL_CUDA_GRAPHS=0) and as CUDA graph replays; the first graph
+// step of a batch size (eager step + capture + instantiate) is timed on its own.
+// With KEEL_CUDA_PROFILE=1 the backend prints per-op GPU time at exit (run one phase for a breakdown;
+// profiling turns graphs off). With KEEL_CUDA_STEP_TIMES=1 it prints each decode phase's GPU time per
+// step and GPU idle time between steps, and each graph capture's time.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -40,17 +44,17 @@ Batch make_batch(int n_seqs, int ctx, int n_q, int stride) {
   return b;
 }
 
-// Median seconds of `reps` forwards of b.
-double time_forward(keel::model::Model& m, keel::model::KvStorage& kv, const Batch& b, int reps) {
+// Median seconds of `reps` forwards of b (after `warm` untimed ones).
+double time_forward(keel::model::Model& m, keel::model::KvStorage& kv, const Batch& b, int reps, int warm = 2) {
   std::vector<float> logits(b.logit_rows.size() * static_cast<size_t>(m.config().vocab_size));
   std::vector<double> t;
-  for (int r = 0; r < reps + 2; ++r) {
+  for (int r = 0; r < reps + warm; ++r) {
     const auto t0 = Clock::now();
     if (auto st = m.forward(b, kv, logits); !st.ok()) {
       std::fprintf(stderr, "forward: %s\n", st.to_string().c_str());
       std::exit(1);
     }
-    if (r >= 2) t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());  // 2 warm-ups
+    if (r >= warm) t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());  // 2 warm-ups
   }
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
@@ -91,13 +95,24 @@ int main(int argc, char** argv) {
   // embedding table is only gathered, so the bytes a step must read are that minus the table.
   const double all_bytes = params * 2;
   const double step_bytes = all_bytes - (c.tied_embeddings ? 0.0 : 2.0 * static_cast<double>(c.vocab_size * c.d_model));
+  // Decode: eager, then graphs (first step at this size captures: timed alone).
+  const auto decode = [&](const Batch& b, int reps, bool graphs, double* first_s) {
+    setenv("KEEL_CUDA_GRAPHS", graphs ? "1" : "0", 1);
+    if (first_s != nullptr) *first_s = time_forward(m, kv, b, 1, 0);
+    return time_forward(m, kv, b, reps);
+  };
   if (phases.find("d1") != std::string::npos) {
-    const double t1 = time_forward(m, kv, make_batch(1, decode_ctx, 1, stride), 50);
-    std::printf(
-        "decode bs=1 ctx=%d: %.3f ms/step, %.1f tok/s; roofline %.1f tok/s all weights (%.0f%%), %.1f tok/s without "
-        "the embedding table\n",
-        decode_ctx, t1 * 1e3, 1 / t1, kHbmBytesPerS / all_bytes, 100 * all_bytes / kHbmBytesPerS / t1,
-        kHbmBytesPerS / step_bytes);
+    const Batch b = make_batch(1, decode_ctx, 1, stride);
+    double first = 0;
+    for (const bool graphs : {false, true}) {
+      const double t1 = decode(b, 50, graphs, graphs ? &first : nullptr);
+      std::printf(
+          "decode bs=1 ctx=%d %s: %.3f ms/step, %.1f tok/s; roofline %.1f tok/s all weights (%.0f%%), %.1f tok/s "
+          "without the embedding table\n",
+          decode_ctx, graphs ? "graph" : "eager", t1 * 1e3, 1 / t1, kHbmBytesPerS / all_bytes,
+          100 * all_bytes / kHbmBytesPerS / t1, kHbmBytesPerS / step_bytes);
+    }
+    std::printf("decode bs=1 first graph step (eager step + capture + instantiate): %.1f ms\n", first * 1e3);
   }
   if (phases.find("pf") != std::string::npos) {
     const double tp = time_forward(m, kv, make_batch(pf_batch, 0, pf_len, stride), 3);
@@ -109,8 +124,14 @@ int main(int argc, char** argv) {
                 pf_tokens / tp, pf_tokens / gemm_s, 100 * gemm_s / tp);
   }
   if (phases.find("dB") != std::string::npos) {
-    const double tb = time_forward(m, kv, make_batch(batch, 1024, 1, stride), 20);
-    std::printf("decode bs=%d ctx=1024: %.3f ms/step, %.0f tok/s\n", batch, tb * 1e3, batch / tb);
+    const Batch b = make_batch(batch, 1024, 1, stride);
+    double first = 0;
+    for (const bool graphs : {false, true}) {
+      const double tb = decode(b, 20, graphs, graphs ? &first : nullptr);
+      std::printf("decode bs=%d ctx=1024 %s: %.3f ms/step, %.0f tok/s\n", batch, graphs ? "graph" : "eager", tb * 1e3,
+                  batch / tb);
+    }
+    std::printf("decode bs=%d first graph step (eager step + capture + instantiate): %.1f ms\n", batch, first * 1e3);
   }
   return 0;
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -108,6 +109,16 @@ class Backend {
   virtual void add_rms_norm(Tensor& residual, const Tensor& x, const Tensor& w, float eps, Tensor& out) = 0;
   // out[n, m] = x[n, k] · w[m, k]^T (+ bias[m] when bias.data != nullptr). w of any weight dtype.
   virtual void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out) = 0;
+  // Several matmuls of one x (Q/K/V, gate/up): out_i = x · w_i^T (+ bias_i). cuda runs decode-sized
+  // ones as one launch; the default runs matmul for each.
+  struct MatmulTarget {
+    const Tensor* w;
+    const Tensor* bias;  // may be null
+    Tensor* out;
+  };
+  virtual void matmul_group(const Tensor& x, std::span<const MatmulTarget> targets) {
+    for (const MatmulTarget& t : targets) matmul(x, *t.w, t.bias, *t.out);
+  }
   // In place on x [n, n_heads, head_dim]; positions [n].
   virtual void rope(Tensor& x, std::span<const int32_t> positions, const RopeParams& p) = 0;
   // Writes k, v [n, n_kv_heads, head_dim] into k_cache, v_cache [n_slots, n_kv_heads, head_dim]
@@ -124,6 +135,16 @@ class Backend {
   virtual void add(const Tensor& a, const Tensor& b, Tensor& out) = 0;
   // out[i, :] = x[rows[i], :].
   virtual void gather_rows(const Tensor& x, std::span<const int32_t> rows, Tensor& out) = 0;
+
+  // Decode-step graphs (cuda). step_graph_bucket(n): the padded token count a decode step of n
+  // single-token sequences runs at as a graph replay, or 0 when this backend replays no graphs (cpu,
+  // KEEL_CUDA_GRAPHS=0, profiling, n too large). run_step(key, issue): runs `issue` (which only calls
+  // ops, no copies to the host, no synchronize); with key > 0 as a replay of the graph captured for
+  // key, captured at first use. The ops `issue` calls must then see the same shapes and buffers at
+  // every call with that key (only host span contents may change); the backend checks that and
+  // captures again when they differ.
+  virtual int64_t step_graph_bucket(int64_t /*n_tokens*/) const { return 0; }
+  virtual void run_step(int64_t /*graph_key*/, const std::function<void()>& issue) { issue(); }
 };
 
 // Backends by name: "cpu" (always), "cuda" (when built with KEEL_CUDA and a device is present).

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <utility>
 
 #include "gpu_test_util.h"
 #include "tensor/blocks.h"
@@ -237,6 +238,48 @@ TEST(Matmul, AgainstHostReference) {
         EXPECT_LE(matmul_err(rng, wt, n, k, m, out, /*with_bias=*/m % 2 == 1), 1e-2)
             << tensor::dtype_name(wt) << " " << n << "x" << k << "x" << m << " seed " << seed;
       }
+    }
+  }
+}
+
+// matmul_group (Q/K/V, gate/up in one launch for n <= 8): every output against the CPU backend's
+// matmul on the same bf16 inputs, and bitwise against the GPU's own single matmul (same per-row sums).
+TEST(Matmul, GroupMatchesSingleAndCpu) {
+  Backend& gpu = *backends().gpu;
+  Backend& cpu = *backends().cpu;
+  const uint64_t seed = fresh_seed();
+  std::mt19937_64 rng(seed);
+  for (auto [n, k] : {std::pair{1, 4096}, {3, 96}, {8, 1000}, {8, 4096}, {12, 256}}) {
+    const std::vector<int64_t> ms = {96, 33, 50};
+    const auto x = round_bf16(random_floats(rng, static_cast<size_t>(n * k)));
+    Buffer xg = make(gpu, DType::kBF16, make_shape({n, k}), x);
+    Buffer xc = make(cpu, DType::kF32, make_shape({n, k}), x);
+    std::vector<Buffer> wg, wc, bg, bc, og, oc, single;
+    for (int64_t m : ms) {
+      const auto w = round_bf16(random_floats(rng, static_cast<size_t>(m * k), 0.1f));
+      const auto b = random_floats(rng, static_cast<size_t>(m));
+      const auto bits = to_bf16_bits(w);
+      const tensor::TensorView view{DType::kBF16, make_shape({m, k}), bits.data(), bits.size() * 2};
+      wg.push_back(gpu.upload_weight(view).value());
+      wc.push_back(make(cpu, DType::kF32, make_shape({m, k}), w));
+      bg.push_back(make(gpu, DType::kF32, make_shape({m}), b));
+      bc.push_back(make(cpu, DType::kF32, make_shape({m}), b));
+      og.push_back(gpu.alloc(DType::kBF16, make_shape({n, m})));
+      poison(gpu, og.back().tensor());
+      oc.push_back(cpu.alloc(DType::kF32, make_shape({n, m})));
+      single.push_back(gpu.alloc(DType::kBF16, make_shape({n, m})));
+    }
+    std::vector<Backend::MatmulTarget> tg;
+    for (size_t i = 0; i < ms.size(); ++i) {
+      tg.push_back({&wg[i].tensor(), i == 1 ? &bg[i].tensor() : nullptr, &og[i].tensor()});
+      cpu.matmul(xc.tensor(), wc[i].tensor(), i == 1 ? &bc[i].tensor() : nullptr, oc[i].tensor());
+      gpu.matmul(xg.tensor(), wg[i].tensor(), i == 1 ? &bg[i].tensor() : nullptr, single[i].tensor());
+    }
+    gpu.matmul_group(xg.tensor(), tg);
+    for (size_t i = 0; i < ms.size(); ++i) {
+      const auto got = read(gpu, og[i].tensor());
+      EXPECT_LE(rel_err(got, read(cpu, oc[i].tensor())), 1e-2) << n << "x" << k << " target " << i << " seed " << seed;
+      EXPECT_EQ(got, read(gpu, single[i].tensor())) << n << "x" << k << " target " << i;
     }
   }
 }

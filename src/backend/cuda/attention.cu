@@ -136,8 +136,9 @@ __global__ void __launch_bounds__(kWarps * 32) attention_kernel(AttnLaunch p) {
   const AttnSeqDev sq = p.seqs[it.seq];
   const int ng = it.g1 - it.g0, n_rows = (it.t1 - it.t0) * ng;
   const int past = sq.n_ctx - sq.n_q;
-  const int key_begin = blockIdx.y * p.split_len;
-  const int key_end = min(past + it.t1, key_begin + p.split_len);
+  const int split_len = p.split_len_dev != nullptr ? *p.split_len_dev : p.split_len;
+  const int key_begin = blockIdx.y * split_len;
+  const int key_end = min(past + it.t1, key_begin + split_len);  // empty for splits past the context
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int my_rows = (n_rows - warp + kWarps - 1) / kWarps;  // rows warp, warp + 4, ... below n_rows
 

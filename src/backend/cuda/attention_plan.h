@@ -13,12 +13,15 @@ namespace keel::backend::cuda {
 
 struct AttentionPlan {
   std::vector<AttnItem> items;
-  int n_splits = 1;
-  int split_len = 0;  // keys per split, a multiple of 32
+  int n_splits = 1;     // key ranges that hold keys
+  int grid_splits = 1;  // key ranges launched (>= n_splits; the rest are empty)
+  int split_len = 0;    // keys per split, a multiple of 32
 };
 
 // Fills `plan` (reusing its storage, so a plan repeated for every layer keeps its address and the
 // staging memo copies it to the device once per step).
-void plan_attention(const AttentionParams& p, int n_heads, int n_kv, int n_sm, AttentionPlan& plan);
+// fixed_grid (graph steps): grid_splits depends on the items alone, not on the context lengths, so a
+// captured launch fits every step with the same sequence count; split_len and n_splits are as without.
+void plan_attention(const AttentionParams& p, int n_heads, int n_kv, int n_sm, bool fixed_grid, AttentionPlan& plan);
 
 }  // namespace keel::backend::cuda

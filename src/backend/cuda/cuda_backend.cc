@@ -26,11 +26,14 @@ CudaBackend::CudaBackend(int device) : device_(device), pool_(std::make_shared<D
   KEEL_CUBLAS_CHECK(cublasSetWorkspace(cublas_, cublas_workspace_.get(), kCublasWorkspaceBytes));
   staging_ = std::make_unique<HostStaging>(stream_);
   prof_ = std::make_unique<OpProfile>(stream_);
+  timer_ = std::make_unique<StepTimer>(stream_);
   attention_set_smem_limits();
 }
 
 CudaBackend::~CudaBackend() {
   cudaStreamSynchronize(stream_);
+  graphs_.clear();
+  timer_.reset();
   staging_.reset();
   prof_.reset();
   cublasDestroy(cublas_);

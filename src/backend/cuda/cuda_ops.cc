@@ -34,8 +34,10 @@ void CudaBackend::embed(const Tensor& table, std::span<const int32_t> ids, Tenso
              out.shape.to_string(), ids.size(), d);
   check_indices(ids, table.n_rows(), "embed", "token id");
   staging_->begin_op(ids.size_bytes(), 1);
-  launch_embed(table.data, staging_->stage(ids), static_cast<int64_t>(ids.size()), d, out.data, act_type(out, "embed"),
-               stream_);
+  const int32_t* ids_d = staging_->stage(ids);
+  const ActType ot = act_type(out, "embed");
+  if (skip_launch(table.data, ids_d, ids.size(), d, out.data, ot)) return;
+  launch_embed(table.data, ids_d, static_cast<int64_t>(ids.size()), d, out.data, ot, stream_);
 }
 
 void CudaBackend::rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) {
@@ -43,6 +45,7 @@ void CudaBackend::rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& 
   check_same(x, out, "rms_norm");
   KEEL_CHECK(w.dtype == DType::kF32 && w.numel() == x.row_len(), "rms_norm: weight {} for rows of {}",
              w.shape.to_string(), x.row_len());
+  if (skip_launch(x.data, w.data, eps, x.n_rows(), x.row_len(), out.data, x.dtype)) return;
   // Without a residual to update the kernel only reads `residual`.
   launch_rms_norm(const_cast<void*>(x.data), nullptr, static_cast<const float*>(w.data), eps, x.n_rows(), x.row_len(),
                   out.data, act_type(x, "rms_norm"), stream_);
@@ -54,6 +57,7 @@ void CudaBackend::add_rms_norm(Tensor& residual, const Tensor& x, const Tensor& 
   check_same(residual, out, "add_rms_norm");
   KEEL_CHECK(w.dtype == DType::kF32 && w.numel() == x.row_len(), "add_rms_norm: weight {} for rows of {}",
              w.shape.to_string(), x.row_len());
+  if (skip_launch(residual.data, x.data, w.data, eps, x.n_rows(), x.row_len(), out.data, x.dtype)) return;
   launch_rms_norm(residual.data, x.data, static_cast<const float*>(w.data), eps, x.n_rows(), x.row_len(), out.data,
                   act_type(x, "add_rms_norm"), stream_);
 }
@@ -72,6 +76,7 @@ void CudaBackend::matmul(const Tensor& x, const Tensor& w, const Tensor* bias, T
     KEEL_CHECK(bias->dtype == DType::kF32 && bias->numel() == m, "matmul: bias {} for {} outputs",
                bias->shape.to_string(), m);
   }
+  if (skip_launch(x.data, w.data, has_bias ? bias->data : nullptr, out.data, n, k, m, ot)) return;
   const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
   if (n <= kGemvMaxTokens && k % 8 == 0 && aligned(x.data) && aligned(w.data)) {
     launch_gemv(x.data, w.data, has_bias ? static_cast<const float*>(bias->data) : nullptr, out.data,
@@ -90,6 +95,39 @@ void CudaBackend::matmul(const Tensor& x, const Tensor& w, const Tensor* bias, T
   }
 }
 
+void CudaBackend::matmul_group(const Tensor& x, std::span<const MatmulTarget> targets) {
+  const int64_t n = x.n_rows(), k = x.row_len();
+  const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  bool one_launch = n <= kGemvMaxTokens && n > 0 && k % 8 == 0 && aligned(x.data) && x.dtype == DType::kBF16 &&
+                    !targets.empty() && targets.size() <= static_cast<size_t>(kGemvMaxSegments);
+  for (const MatmulTarget& t : targets) {
+    one_launch = one_launch && t.w->dtype == DType::kBF16 && t.w->row_len() == k && aligned(t.w->data) &&
+                 t.out->dtype == targets[0].out->dtype && t.out->numel() == n * t.w->n_rows() &&
+                 (t.bias == nullptr || t.bias->data == nullptr ||
+                  (t.bias->dtype == DType::kF32 && t.bias->numel() == t.w->n_rows()));
+  }
+  if (!one_launch) {
+    Backend::matmul_group(x, targets);
+    return;
+  }
+  ScopedOp prof(*prof_, "matmul");
+  const ActType ot = act_type(*targets[0].out, "matmul");
+  GemvGroup g{};
+  g.n_seg = static_cast<int>(targets.size());
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const MatmulTarget& t = targets[i];
+    g.w[i] = t.w->data;
+    g.bias[i] = t.bias != nullptr ? static_cast<const float*>(t.bias->data) : nullptr;
+    g.out[i] = t.out->data;
+    g.m[i] = t.w->n_rows();
+  }
+  if (skip_launch(x.data, g.w[0], g.w[1], g.w[2], g.bias[0], g.bias[1], g.bias[2], g.out[0], g.out[1], g.out[2],
+                  g.m[0], g.m[1], g.m[2], g.n_seg, n, k, ot)) {
+    return;
+  }
+  launch_gemv_group(x.data, g, static_cast<int>(n), k, ot, stream_);
+}
+
 void CudaBackend::rope(Tensor& x, std::span<const int32_t> positions, const RopeParams& p) {
   ScopedOp prof(*prof_, "rope");
   KEEL_CHECK(x.shape.rank == 3, "rope: x must be [n, n_heads, head_dim], is {}", x.shape.to_string());
@@ -100,6 +138,7 @@ void CudaBackend::rope(Tensor& x, std::span<const int32_t> positions, const Rope
   staging_->begin_op(positions.size_bytes() + p.inv_freq.size_bytes(), 2);
   const int32_t* pos = staging_->stage(positions);
   const float* inv_freq = staging_->stage(p.inv_freq);
+  if (skip_launch(x.data, pos, inv_freq, n, x.shape[1], head_dim, p.rot_dims, p.style, p.attn_factor, x.dtype)) return;
   launch_rope(x.data, pos, inv_freq,
               RopeLaunch{.n = n, .n_heads = x.shape[1], .head_dim = head_dim, .rot_dims = p.rot_dims,
                          .neox = p.style == RopeStyle::kNeox, .attn_factor = p.attn_factor},
@@ -119,7 +158,9 @@ void CudaBackend::write_kv(const Tensor& k, const Tensor& v, std::span<const int
              tensor::dtype_name(k.dtype));
   check_indices(slots, k_cache.numel() / w, "write_kv", "slot");
   staging_->begin_op(slots.size_bytes(), 1);
-  launch_write_kv(k.data, v.data, staging_->stage(slots), n, w, k_cache.data, v_cache.data, act_type(k, "write_kv"),
+  const int32_t* slots_d = staging_->stage(slots);
+  if (skip_launch(k.data, v.data, slots_d, n, w, k_cache.data, v_cache.data, k.dtype)) return;
+  launch_write_kv(k.data, v.data, slots_d, n, w, k_cache.data, v_cache.data, act_type(k, "write_kv"),
                   stream_);
 }
 
@@ -151,19 +192,28 @@ void CudaBackend::attention(const Tensor& q, const Tensor& k_cache, const Tensor
                    sq.q_begin + sq.n_q <= n,
                "attention: sequence {} has {} new tokens at {} and {} context slots", s, sq.n_q, sq.q_begin,
                sq.ctx_slots.size());
-    check_indices(sq.ctx_slots, k_cache.shape[0], "attention", "slot");
+    // A list staged earlier in this step (the same one for every layer) was checked then.
+    if (!staging_->holds(sq.ctx_slots.data(), sq.ctx_slots.size_bytes())) {
+      check_indices(sq.ctx_slots, k_cache.shape[0], "attention", "slot");
+    }
     ctx_bytes += sq.ctx_slots.size_bytes();
   }
-  plan_attention(p, static_cast<int>(n_heads), static_cast<int>(n_kv), n_sm_, plan_);
+  plan_attention(p, static_cast<int>(n_heads), static_cast<int>(n_kv), n_sm_, graph_plan_, plan_);
   const AttentionPlan& plan = plan_;
   if (plan.items.empty()) return;
   std::vector<AttnSeqDev>& seqs = plan_seqs_;
   seqs.resize(p.seqs.size());
-  staging_->begin_op(ctx_bytes + seqs.size() * sizeof(AttnSeqDev) + plan.items.size() * sizeof(AttnItem),
-                     p.seqs.size() + 2);
+  staging_->begin_op(ctx_bytes + seqs.size() * sizeof(AttnSeqDev) + plan.items.size() * sizeof(AttnItem) + 4,
+                     p.seqs.size() + 3);
   for (size_t s = 0; s < p.seqs.size(); ++s) {
     const AttnSeq& sq = p.seqs[s];
-    seqs[s] = {.ctx = staging_->stage(sq.ctx_slots), .q_begin = sq.q_begin, .n_q = sq.n_q,
+    // In a graph step the context lists (their sizes change every step) go to the staging tail, so
+    // the spans the kernels' arguments point at keep their offsets; the kernels find the lists
+    // through the per-sequence descriptors, which are data.
+    const auto* ctx = static_cast<const int32_t*>(graph_plan_ ? staging_->stage_tail(sq.ctx_slots.data(),
+                                                                                    sq.ctx_slots.size_bytes())
+                                                              : staging_->stage(sq.ctx_slots));
+    seqs[s] = {.ctx = ctx, .q_begin = sq.q_begin, .n_q = sq.n_q,
                .n_ctx = static_cast<int32_t>(sq.ctx_slots.size()), .pad = 0};
   }
   AttnLaunch l{.q = q.data, .k_cache = k_cache.data, .v_cache = v_cache.data, .out = out.data,
@@ -171,20 +221,28 @@ void CudaBackend::attention(const Tensor& q, const Tensor& k_cache, const Tensor
                .seqs = staging_->stage(std::span<const AttnSeqDev>(seqs)),
                .n_items = static_cast<int>(plan.items.size()), .n_tokens = n, .n_heads = static_cast<int>(n_heads),
                .n_kv = static_cast<int>(n_kv), .head_dim = static_cast<int>(hd), .scale = p.scale,
-               .n_splits = plan.n_splits, .split_len = plan.split_len, .partial_acc = nullptr, .partial_ml = nullptr};
-  if (plan.n_splits > 1) {
-    const size_t rows = static_cast<size_t>(plan.n_splits) * static_cast<size_t>(n * n_heads);
+               .n_splits = plan.grid_splits, .split_len = plan.split_len,
+               .split_len_dev = graph_plan_ ? staging_->stage(std::span<const int32_t>(&plan_.split_len, 1)) : nullptr,
+               .partial_acc = nullptr, .partial_ml = nullptr};
+  if (plan.grid_splits > 1) {
+    const size_t rows = static_cast<size_t>(plan.grid_splits) * static_cast<size_t>(n * n_heads);
     float* scratch = attention_partials(rows * (static_cast<size_t>(hd) + 2));
     l.partial_acc = scratch;
     l.partial_ml = scratch + rows * static_cast<size_t>(hd);
   }
-  launch_attention(l, act_type(q, "attention"), stream_);
+  const ActType at = act_type(q, "attention");
+  if (skip_launch(l.q, l.k_cache, l.v_cache, l.out, l.items, l.seqs, l.n_items, l.n_tokens, l.n_heads, l.n_kv,
+                  l.head_dim, l.scale, l.n_splits, l.split_len_dev, l.partial_acc, l.partial_ml, at)) {
+    return;
+  }
+  launch_attention(l, at, stream_);
 }
 
 void CudaBackend::silu_mul(const Tensor& gate, const Tensor& up, Tensor& out) {
   ScopedOp prof(*prof_, "silu_mul");
   check_same(gate, up, "silu_mul");
   check_same(gate, out, "silu_mul");
+  if (skip_launch(gate.data, up.data, out.data, gate.numel(), gate.dtype)) return;
   launch_silu_mul(gate.data, up.data, out.data, gate.numel(), act_type(gate, "silu_mul"), stream_);
 }
 
@@ -192,6 +250,7 @@ void CudaBackend::add(const Tensor& a, const Tensor& b, Tensor& out) {
   ScopedOp prof(*prof_, "add");
   check_same(a, b, "add");
   check_same(a, out, "add");
+  if (skip_launch(a.data, b.data, out.data, a.numel(), a.dtype)) return;
   launch_add(a.data, b.data, out.data, a.numel(), act_type(a, "add"), stream_);
 }
 
@@ -203,8 +262,10 @@ void CudaBackend::gather_rows(const Tensor& x, std::span<const int32_t> rows, Te
   KEEL_CHECK(rows.size() <= 65535, "gather_rows: {} rows (at most 65535)", rows.size());
   check_indices(rows, x.n_rows(), "gather_rows", "row");
   staging_->begin_op(rows.size_bytes(), 1);
-  launch_gather_rows(x.data, staging_->stage(rows), static_cast<int64_t>(rows.size()),
-                     static_cast<int64_t>(tensor::row_size_bytes(x.dtype, d)), out.data, stream_);
+  const int32_t* rows_d = staging_->stage(rows);
+  const auto row_bytes = static_cast<int64_t>(tensor::row_size_bytes(x.dtype, d));
+  if (skip_launch(x.data, rows_d, rows.size(), row_bytes, out.data)) return;
+  launch_gather_rows(x.data, rows_d, static_cast<int64_t>(rows.size()), row_bytes, out.data, stream_);
 }
 
 }  // namespace keel::backend::cuda

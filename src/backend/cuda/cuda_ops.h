@@ -5,8 +5,10 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "backend/backend.h"
@@ -14,6 +16,7 @@
 #include "backend/cuda/device_memory.h"
 #include "backend/cuda/kernels.cuh"
 #include "backend/cuda/op_profile.h"
+#include "backend/cuda/step_graph.h"
 
 namespace keel::backend::cuda {
 
@@ -37,6 +40,7 @@ class CudaBackend final : public Backend {
   void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) override;
   void add_rms_norm(Tensor& residual, const Tensor& x, const Tensor& w, float eps, Tensor& out) override;
   void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out) override;
+  void matmul_group(const Tensor& x, std::span<const MatmulTarget> targets) override;
   void rope(Tensor& x, std::span<const int32_t> positions, const RopeParams& p) override;
   void write_kv(const Tensor& k, const Tensor& v, std::span<const int32_t> slots, Tensor& k_cache,
                 Tensor& v_cache) override;
@@ -46,7 +50,20 @@ class CudaBackend final : public Backend {
   void add(const Tensor& a, const Tensor& b, Tensor& out) override;
   void gather_rows(const Tensor& x, std::span<const int32_t> rows, Tensor& out) override;
 
+  int64_t step_graph_bucket(int64_t n_tokens) const override;  // step_graph.cc
+  void run_step(int64_t graph_key, const std::function<void()>& issue) override;
+
  private:
+  // kEager launches; kCapture launches into a stream capture; kCheck (a replay) launches nothing.
+  // Both graph modes record each launch's arguments into sig_.
+  enum class GraphMode { kEager, kCapture, kCheck };
+  template <typename... A>
+  bool skip_launch(const A&... args) {  // true: do not launch (the step is a replay)
+    if (mode_ == GraphMode::kEager) return false;
+    (sig_.push_back(sig_word(args)), ...);
+    return mode_ == GraphMode::kCheck;
+  }
+  void replay_or_capture(int64_t key, const std::function<void()>& issue);
   static constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
   float* attention_partials(size_t n_floats);
 
@@ -63,6 +80,12 @@ class CudaBackend final : public Backend {
   std::vector<AttnSeqDev> plan_seqs_;  // [n_seqs]
   std::shared_ptr<void> partials_;  // split-KV scratch, grown on demand
   size_t partials_floats_ = 0;
+  GraphMode mode_ = GraphMode::kEager;
+  bool graph_plan_ = false;  // inside a graph step: attention grid fixed per key, split length on the device
+  std::vector<uint64_t> sig_;
+  std::unordered_map<int64_t, StepGraph> graphs_;
+  std::unique_ptr<StepTimer> timer_;
+  double capture_ms_total_ = 0;
 };
 
 }  // namespace keel::backend::cuda

@@ -85,32 +85,67 @@ void HostStaging::grow(size_t need) {
   KEEL_CUDA_CHECK(cudaMalloc(&device_, cap));
   capacity_ = cap;
   used_ = 0;
+  tail_ = cap;
   memo_.clear();
 }
 
-const void* HostStaging::stage(const void* host, size_t n_bytes) {
+bool HostStaging::holds(const void* host, size_t n_bytes) const {
+  auto it = memo_.find(host);
+  return it != memo_.end() && it->second.n_bytes == n_bytes &&
+         std::memcmp(pinned_ + it->second.offset, host, n_bytes) == 0;
+}
+
+const void* HostStaging::stage_at(const void* host, size_t n_bytes, bool tail) {
   if (auto it = memo_.find(host); it != memo_.end()) {
     const Entry& e = it->second;
     if (e.n_bytes == n_bytes && std::memcmp(pinned_ + e.offset, host, n_bytes) == 0) return device_ + e.offset;
   }
   const size_t rounded = (n_bytes + 15) & ~size_t{15};
-  KEEL_CHECK(used_ + rounded <= capacity_, "staging: {} bytes past the room begin_op made", n_bytes);
-  const size_t offset = used_;
-  used_ += rounded;
+  KEEL_CHECK(used_ + rounded <= tail_, "staging: {} bytes past the room begin_op made", n_bytes);
+  size_t offset = used_;
+  if (tail) {
+    tail_ -= rounded;
+    offset = tail_;
+  } else {
+    used_ += rounded;
+  }
   if (n_bytes > 0) {
     std::memcpy(pinned_ + offset, host, n_bytes);
-    KEEL_CUDA_CHECK(cudaMemcpyAsync(device_ + offset, pinned_ + offset, n_bytes, cudaMemcpyHostToDevice, stream_));
+    if (!deferred_) {
+      KEEL_CUDA_CHECK(cudaMemcpyAsync(device_ + offset, pinned_ + offset, n_bytes, cudaMemcpyHostToDevice, stream_));
+    }
   }
   memo_[host] = {n_bytes, offset};
   return device_ + offset;
 }
 
+const void* HostStaging::stage(const void* host, size_t n_bytes) { return stage_at(host, n_bytes, false); }
+
+const void* HostStaging::stage_tail(const void* host, size_t n_bytes) { return stage_at(host, n_bytes, true); }
+
+void HostStaging::flush() {
+  if (used_ > 0) {
+    KEEL_CUDA_CHECK(cudaMemcpyAsync(device_, pinned_, used_, cudaMemcpyHostToDevice, stream_));
+  }
+  if (tail_ < capacity_) {
+    KEEL_CUDA_CHECK(
+        cudaMemcpyAsync(device_ + tail_, pinned_ + tail_, capacity_ - tail_, cudaMemcpyHostToDevice, stream_));
+  }
+}
+
+void HostStaging::reserve(size_t n_bytes) {
+  if (n_bytes > capacity_) grow(n_bytes);
+}
+
 void HostStaging::begin_op(size_t n_bytes, size_t n_spans) {
   const size_t need = n_bytes + 16 * n_spans;
-  if (used_ + need <= capacity_) return;
+  requested_ += need;
+  if (used_ + need <= tail_) return;
+  spilled_ = spilled_ || deferred_;  // deferred stagings of this step are lost: the caller must not replay
   if (need <= capacity_) {  // full: wait for the queued copies, then start over
     KEEL_CUDA_CHECK(cudaStreamSynchronize(stream_));
     used_ = 0;
+    tail_ = capacity_;
     memo_.clear();
   } else {
     grow(need);
@@ -119,6 +154,9 @@ void HostStaging::begin_op(size_t n_bytes, size_t n_spans) {
 
 void HostStaging::reset() {
   used_ = 0;
+  tail_ = capacity_;
+  requested_ = 0;
+  spilled_ = false;
   memo_.clear();
 }
 

@@ -47,6 +47,21 @@ class HostStaging {
   const T* stage(std::span<const T> s) {
     return static_cast<const T*>(stage(s.data(), s.size_bytes()));
   }
+  // Whether the same bytes at the same address were staged since the last reset (no copy needed).
+  bool holds(const void* host, size_t n_bytes) const;
+  // Like stage(), placed from the end of the buffer down: spans whose size changes from step to step
+  // (context slot lists) go there in graph steps, so the front offsets stay the same for a replay.
+  const void* stage_tail(const void* host, size_t n_bytes);
+  // Deferred (graph capture and replay): stage() queues no copies; flush() queues the front and the
+  // tail region in two copies before the graph launch.
+  void set_deferred(bool deferred) { deferred_ = deferred; }
+  void flush();
+  // Bytes asked for by begin_op since the last reset; reserve(): capacity for at least n bytes (waits
+  // for the stream and starts over when it must grow).
+  size_t requested() const { return requested_; }
+  void reserve(size_t n_bytes);
+  bool spilled() const { return spilled_; }  // a deferred step ran out of room (and started over)
+  size_t used() const { return used_ + (capacity_ - tail_); }
   // Call after the stream has been synchronized: every staged copy has landed.
   void reset();
 
@@ -56,11 +71,16 @@ class HostStaging {
     size_t offset;
   };
   void grow(size_t need);
+  const void* stage_at(const void* host, size_t n_bytes, bool tail);
   cudaStream_t stream_;
   uint8_t* pinned_ = nullptr;
   uint8_t* device_ = nullptr;
   size_t capacity_ = 0;
-  size_t used_ = 0;
+  size_t used_ = 0;  // front: [0, used_)
+  size_t tail_ = 0;  // tail: [tail_, capacity_)
+  size_t requested_ = 0;
+  bool deferred_ = false;
+  bool spilled_ = false;
   std::unordered_map<const void*, Entry> memo_;  // by host address
 };
 

@@ -1,4 +1,5 @@
 // Skinny matmul for decode (n <= 8 tokens): out[n, m] = x[n, k] . w[m, k]^T (+ bias), bf16 operands,
+// for up to three weights sharing x in one launch (Q/K/V, gate/up),
 // f32 accumulation. Memory bound on the weights, so one warp streams one weight row with 16-byte loads
 // (8 in flight per lane) and reuses it for every token; x is tiny and stays in L1/L2. cuBLAS picks
 // kernels for n = 1 that read the weights at about half the bandwidth, hence this path.
@@ -21,14 +22,43 @@ __device__ __forceinline__ void fma8(const uint4& w, const uint4& x, float& acc)
   }
 }
 
+// The row's segment (up to kGemvMaxSegments weights sharing x, one launch): its weight, bias and
+// output, and the row within it.
+struct SegRow {
+  const __nv_bfloat16* w;
+  const float* bias;
+  void* out;
+  int64_t m, row;
+};
+
+__device__ __forceinline__ SegRow seg_row(const GemvGroup& g, int64_t row) {
+  int s = 0;
+  if (g.n_seg > 1 && row >= g.m[0]) {
+    row -= g.m[0];
+    s = 1;
+    if (g.n_seg > 2 && row >= g.m[1]) {
+      row -= g.m[1];
+      s = 2;
+    }
+  }
+  // Selects, not an indexed parameter array (which would go through local memory).
+  const void* w = s == 0 ? g.w[0] : (s == 1 ? g.w[1] : g.w[2]);
+  const float* b = s == 0 ? g.bias[0] : (s == 1 ? g.bias[1] : g.bias[2]);
+  void* o = s == 0 ? g.out[0] : (s == 1 ? g.out[1] : g.out[2]);
+  const int64_t m = s == 0 ? g.m[0] : (s == 1 ? g.m[1] : g.m[2]);
+  return {static_cast<const __nv_bfloat16*>(w), b, o, m, row};
+}
+
 template <typename T, int kMaxN>
-__global__ void __launch_bounds__(kWarpsPerBlock * 32)
-    gemv_kernel(const __nv_bfloat16* x, const __nv_bfloat16* w, const float* bias, T* out, int n, int64_t k, int64_t m) {
+__global__ void __launch_bounds__(kWarpsPerBlock * 32) gemv_kernel(const __nv_bfloat16* x, GemvGroup g, int n,
+                                                                    int64_t k) {
   const int lane = threadIdx.x % 32;
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
-  if (row >= m) return;
+  const int64_t grow = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
+  if (grow >= g.m_total) return;
+  const SegRow sr = seg_row(g, grow);
+  const int64_t row = sr.row, m = sr.m;
   const int64_t k8 = k / 8;  // 16-byte vectors per row
-  const uint4* wr = reinterpret_cast<const uint4*>(w + row * k);
+  const uint4* wr = reinterpret_cast<const uint4*>(sr.w + row * k);
   const uint4* xr = reinterpret_cast<const uint4*>(x);
   float acc[kMaxN];
 #pragma unroll
@@ -58,36 +88,46 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   for (int t = 0; t < kMaxN; ++t) {
     float v = acc[t];
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    if (lane == 0 && t < n) store_f(out, t * m + row, v + (bias != nullptr ? bias[row] : 0.0f));
+    if (lane == 0 && t < n) store_f(static_cast<T*>(sr.out), t * m + row, v + (sr.bias != nullptr ? sr.bias[row] : 0.0f));
   }
 }
 
 template <typename T, int kMaxN>
-void launch_n(const void* x, const void* w, const float* bias, void* out, int n, int64_t k, int64_t m, cudaStream_t s) {
-  const auto blocks = static_cast<unsigned>((m + kWarpsPerBlock - 1) / kWarpsPerBlock);
-  gemv_kernel<T, kMaxN><<<blocks, kWarpsPerBlock * 32, 0, s>>>(static_cast<const __nv_bfloat16*>(x),
-                                                               static_cast<const __nv_bfloat16*>(w), bias,
-                                                               static_cast<T*>(out), n, k, m);
+void launch_n(const void* x, const GemvGroup& g, int n, int64_t k, cudaStream_t s) {
+  const auto blocks = static_cast<unsigned>((g.m_total + kWarpsPerBlock - 1) / kWarpsPerBlock);
+  gemv_kernel<T, kMaxN><<<blocks, kWarpsPerBlock * 32, 0, s>>>(static_cast<const __nv_bfloat16*>(x), g, n, k);
 }
 
 }  // namespace
 
-void launch_gemv(const void* x, const void* w, const float* bias, void* out, int n, int64_t k, int64_t m, ActType t,
-                 cudaStream_t s) {
-  if (n == 0 || m == 0) return;
+void launch_gemv_group(const void* x, GemvGroup g, int n, int64_t k, ActType t, cudaStream_t s) {
+  g.m_total = 0;
+  for (int i = 0; i < g.n_seg; ++i) g.m_total += g.m[i];
+  if (n == 0 || g.m_total == 0) return;
   dispatch_act(t, [&](auto tag) {
     using T = decltype(tag);
     if (n == 1) {
-      launch_n<T, 1>(x, w, bias, out, n, k, m, s);
+      launch_n<T, 1>(x, g, n, k, s);
     } else if (n == 2) {
-      launch_n<T, 2>(x, w, bias, out, n, k, m, s);
+      launch_n<T, 2>(x, g, n, k, s);
     } else if (n <= 4) {
-      launch_n<T, 4>(x, w, bias, out, n, k, m, s);
+      launch_n<T, 4>(x, g, n, k, s);
     } else {
-      launch_n<T, 8>(x, w, bias, out, n, k, m, s);
+      launch_n<T, 8>(x, g, n, k, s);
     }
   });
   KEEL_CUDA_LAUNCHED();
+}
+
+void launch_gemv(const void* x, const void* w, const float* bias, void* out, int n, int64_t k, int64_t m, ActType t,
+                 cudaStream_t s) {
+  GemvGroup g{};
+  g.w[0] = w;
+  g.bias[0] = bias;
+  g.out[0] = out;
+  g.m[0] = m;
+  g.n_seg = 1;
+  launch_gemv_group(x, g, n, k, t, s);
 }
 
 }  // namespace keel::backend::cuda

@@ -37,6 +37,17 @@ void launch_add(const void* a, const void* b, void* out, int64_t n, ActType t, c
 inline constexpr int kGemvMaxTokens = 8;
 void launch_gemv(const void* x, const void* w, const float* bias, void* out, int n, int64_t k, int64_t m, ActType t,
                  cudaStream_t s);
+// Up to kGemvMaxSegments weights [m_i, k] sharing x in one launch: out_i [n, m_i] = x . w_i^T (+ bias_i).
+inline constexpr int kGemvMaxSegments = 3;
+struct GemvGroup {
+  const void* w[kGemvMaxSegments];
+  const float* bias[kGemvMaxSegments];
+  void* out[kGemvMaxSegments];
+  int64_t m[kGemvMaxSegments];
+  int n_seg;
+  int64_t m_total;  // set by the launcher
+};
+void launch_gemv_group(const void* x, GemvGroup g, int n, int64_t k, ActType t, cudaStream_t s);
 // out [n, m] += bias [m] (f32).
 void launch_add_bias(void* out, const float* bias, int64_t n, int64_t m, ActType t, cudaStream_t s);
 // out [r, row_bytes] = x rows [r] (any dtype: whole rows of bytes).
@@ -67,6 +78,7 @@ struct AttnLaunch {
   float scale;
   int n_splits;   // key ranges per item (split-KV); 1 writes out directly
   int split_len;  // keys per split, a multiple of 32
+  const int32_t* split_len_dev;  // when not null, split_len is read here (graph steps: it changes per step)
   float* partial_acc;  // [n_splits, n_tokens * n_heads, head_dim] when n_splits > 1
   float* partial_ml;   // [n_splits, n_tokens * n_heads, 2] running max and sum
 };

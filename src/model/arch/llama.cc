@@ -66,7 +66,9 @@ class LlamaModel final : public Model {
   void ensure_scratch(int64_t n_tokens, int64_t n_rows);
   void run_attention(int layer, const Batch& b, std::span<const backend::AttnSeq> seqs, KvStorage& kv, int64_t n);
   void run_mlp(int layer, int64_t n);
-  void run_head(const Batch& b, int64_t n, std::span<float> logits);
+  backend::Tensor run_head(const Batch& b, int64_t n);
+  backend::Tensor issue_forward(const Batch& b, std::span<const backend::AttnSeq> seqs, KvStorage& kv);
+  static bool pad_decode_step(const Batch& b, int64_t bucket, Batch& padded, std::vector<backend::AttnSeq>& seqs);
   Tensor act(Buffer& buf, int64_t n) { return buf.tensor().rows(0, n); }
   void dump(std::string_view name, int layer, const Tensor& t) {
     if (dump_) dump_(name, layer, t);
@@ -167,19 +169,23 @@ void LlamaModel::run_attention(int l, const Batch& b, std::span<const backend::A
   Tensor h = act(s_.h, n);
   Tensor q = act(s_.q, n), k = act(s_.k, n), v = act(s_.v, n);
   auto bias = [](const Buffer& buf) { return buf.empty() ? nullptr : &buf.tensor(); };
+  // Q, K and V from one read of h (one launch for decode on cuda).
+  const auto qkv = [&](Tensor& qo, Tensor& ko) {
+    const backend::Backend::MatmulTarget t[] = {{&w.wq.tensor(), bias(w.bq), &qo},
+                                                {&w.wk.tensor(), bias(w.bk), &ko},
+                                                {&w.wv.tensor(), bias(w.bv), &v}};
+    be.matmul_group(h, t);
+  };
   if (c.qk_norm) {
     Tensor q_raw = act(s_.q_raw, n), k_raw = act(s_.k_raw, n);
-    be.matmul(h, w.wq.tensor(), bias(w.bq), q_raw);
-    be.matmul(h, w.wk.tensor(), bias(w.bk), k_raw);
+    qkv(q_raw, k_raw);
     Tensor qh = q.reshaped(make_shape({n * c.n_heads, c.head_dim}));
     Tensor kh = k.reshaped(make_shape({n * c.n_kv_heads, c.head_dim}));
     be.rms_norm(q_raw.reshaped(qh.shape), w.q_norm.tensor(), c.rms_eps, qh);
     be.rms_norm(k_raw.reshaped(kh.shape), w.k_norm.tensor(), c.rms_eps, kh);
   } else {
-    be.matmul(h, w.wq.tensor(), bias(w.bq), q);
-    be.matmul(h, w.wk.tensor(), bias(w.bk), k);
+    qkv(q, k);
   }
-  be.matmul(h, w.wv.tensor(), bias(w.bv), v);
   Tensor q3 = q.reshaped(make_shape({n, c.n_heads, c.head_dim}));
   Tensor k3 = k.reshaped(make_shape({n, c.n_kv_heads, c.head_dim}));
   Tensor v3 = v.reshaped(make_shape({n, c.n_kv_heads, c.head_dim}));
@@ -208,8 +214,8 @@ void LlamaModel::run_mlp(int l, int64_t n) {
   LayerBuffers& w = layers_[static_cast<size_t>(l)];
   backend::Backend& be = *backend_;
   Tensor h = act(s_.h, n), gate = act(s_.gate, n), upv = act(s_.up, n), a = act(s_.act, n);
-  be.matmul(h, w.w_gate.tensor(), nullptr, gate);
-  be.matmul(h, w.w_up.tensor(), nullptr, upv);
+  const backend::Backend::MatmulTarget t[] = {{&w.w_gate.tensor(), nullptr, &gate}, {&w.w_up.tensor(), nullptr, &upv}};
+  be.matmul_group(h, t);
   be.silu_mul(gate, upv, a);
   dump("ffn_act", l, a);
   Tensor proj = act(s_.proj, n);
@@ -217,8 +223,9 @@ void LlamaModel::run_mlp(int l, int64_t n) {
   dump("ffn_out", l, proj);
 }
 
-// Only the logit rows go through the last residual add, the final norm and the LM head.
-void LlamaModel::run_head(const Batch& b, int64_t n, std::span<float> logits) {
+// Only the logit rows go through the last residual add, the final norm and the LM head. Returns the
+// logits tensor [logit_rows, V] on the backend.
+Tensor LlamaModel::run_head(const Batch& b, int64_t n) {
   backend::Backend& be = *backend_;
   const auto r = static_cast<int64_t>(b.logit_rows.size());
   Tensor rx = act(s_.rows_x, r), ra = act(s_.rows_add, r), rh = act(s_.rows_h, r), lg = act(s_.logits, r);
@@ -228,25 +235,14 @@ void LlamaModel::run_head(const Batch& b, int64_t n, std::span<float> logits) {
   dump("result_norm", -1, rh);
   be.matmul(rh, output_weight(), nullptr, lg);
   dump("result_output", -1, lg);
-  be.copy_to_host(lg, logits);
+  return lg;
 }
 
-Status LlamaModel::forward(const Batch& b, KvStorage& kv, std::span<float> logits) {
+// Every op of one forward of b (no copy to the host, no synchronize: it may be a graph capture or
+// replay). Returns the logits tensor (empty without logit rows).
+Tensor LlamaModel::issue_forward(const Batch& b, std::span<const backend::AttnSeq> seqs, KvStorage& kv) {
   const ModelConfig& c = config_;
-  KEEL_RETURN_IF_ERROR(validate_batch(b, c.vocab_size, kv.n_slots));
-  if (static_cast<int64_t>(kv.k.size()) != c.n_layers || kv.v.size() != kv.k.size()) {
-    return make_error(ErrorCode::kInvalidArgument, "KV storage has {} layers, the model {}", kv.k.size(), c.n_layers);
-  }
-  if (logits.size() != b.logit_rows.size() * static_cast<size_t>(c.vocab_size)) {
-    return make_error(ErrorCode::kInvalidArgument, "logits span holds {} floats, {} rows x {} vocab needed",
-                      logits.size(), b.logit_rows.size(), c.vocab_size);
-  }
   const int64_t n = b.n_tokens();
-  ensure_scratch(n, static_cast<int64_t>(b.logit_rows.size()));
-  std::vector<backend::AttnSeq> seqs;
-  seqs.reserve(b.seqs.size());
-  for (const BatchSeq& s : b.seqs) seqs.push_back({.q_begin = s.q_begin, .n_q = s.n_q, .ctx_slots = s.ctx_slots});
-
   backend::Backend& be = *backend_;
   Tensor x = act(s_.x, n), h = act(s_.h, n), proj = act(s_.proj, n);
   be.embed(token_embd_.tensor(), b.tokens, x);
@@ -266,7 +262,66 @@ Status LlamaModel::forward(const Batch& b, KvStorage& kv, std::span<float> logit
     dump("ffn_norm", l, h);
     run_mlp(l, n);
   }
-  if (!b.logit_rows.empty()) run_head(b, n, logits);
+  return b.logit_rows.empty() ? Tensor{} : run_head(b, n);
+}
+
+// A decode step (one new token per sequence) padded to `bucket` tokens for a graph replay: the pad
+// tokens repeat the last sequence (same token, position, KV slot and context), so they write the same
+// K/V values to the same slot; logit rows are padded to `bucket` rows (the pad rows come after the
+// real ones and are not copied back). False when b is not a decode step.
+bool LlamaModel::pad_decode_step(const Batch& b, int64_t bucket, Batch& padded, std::vector<backend::AttnSeq>& seqs) {
+  const int64_t n = b.n_tokens();
+  if (b.seqs.empty() || b.logit_rows.empty() || static_cast<int64_t>(b.seqs.size()) != n || bucket < n) return false;
+  for (const BatchSeq& s : b.seqs) {
+    if (s.n_q != 1) return false;
+  }
+  padded.tokens = b.tokens;
+  padded.positions = b.positions;
+  padded.slots = b.slots;
+  padded.logit_rows = b.logit_rows;
+  const BatchSeq& last = b.seqs.back();
+  for (int64_t i = n; i < bucket; ++i) {
+    padded.tokens.push_back(b.tokens[static_cast<size_t>(last.q_begin)]);
+    padded.positions.push_back(b.positions[static_cast<size_t>(last.q_begin)]);
+    padded.slots.push_back(b.slots[static_cast<size_t>(last.q_begin)]);
+    seqs.push_back({.q_begin = static_cast<int32_t>(i), .n_q = 1, .ctx_slots = last.ctx_slots});
+  }
+  while (static_cast<int64_t>(padded.logit_rows.size()) < bucket) {
+    padded.logit_rows.push_back(static_cast<int32_t>(bucket - 1));
+  }
+  return true;
+}
+
+Status LlamaModel::forward(const Batch& b, KvStorage& kv, std::span<float> logits) {
+  const ModelConfig& c = config_;
+  KEEL_RETURN_IF_ERROR(validate_batch(b, c.vocab_size, kv.n_slots));
+  if (static_cast<int64_t>(kv.k.size()) != c.n_layers || kv.v.size() != kv.k.size()) {
+    return make_error(ErrorCode::kInvalidArgument, "KV storage has {} layers, the model {}", kv.k.size(), c.n_layers);
+  }
+  if (logits.size() != b.logit_rows.size() * static_cast<size_t>(c.vocab_size)) {
+    return make_error(ErrorCode::kInvalidArgument, "logits span holds {} floats, {} rows x {} vocab needed",
+                      logits.size(), b.logit_rows.size(), c.vocab_size);
+  }
+  std::vector<backend::AttnSeq> seqs;
+  seqs.reserve(b.seqs.size());
+  for (const BatchSeq& s : b.seqs) seqs.push_back({.q_begin = s.q_begin, .n_q = s.n_q, .ctx_slots = s.ctx_slots});
+  backend::Backend& be = *backend_;
+  const auto r = static_cast<int64_t>(b.logit_rows.size());
+  // Decode steps (one new token per sequence) go through Backend::run_step: on cuda a CUDA graph
+  // replay at a padded batch size.
+  const int64_t bucket = dump_ ? 0 : be.step_graph_bucket(b.n_tokens());
+  Batch padded;
+  const bool graph = bucket > 0 && pad_decode_step(b, bucket, padded, seqs);
+  const Batch& run = graph ? padded : b;
+  ensure_scratch(run.n_tokens(), static_cast<int64_t>(run.logit_rows.size()));
+  Tensor lg;
+  const bool decode = std::all_of(b.seqs.begin(), b.seqs.end(), [](const BatchSeq& s) { return s.n_q == 1; });
+  if (graph || decode) {
+    be.run_step(graph ? bucket : 0, [&] { lg = issue_forward(run, seqs, kv); });
+  } else {
+    lg = issue_forward(run, seqs, kv);
+  }
+  if (r > 0) be.copy_to_host(lg.rows(0, r), logits);
   be.synchronize();
   return {};
 }
