@@ -2,11 +2,16 @@
 // room in max_running and the KV pool (free + evictable slots cover their uncached tokens on top of
 // what running sequences still need). A waiting request of higher priority than some running one is
 // admitted regardless of KV room: allocate() then preempts the lower-priority one.
+// In-batch prefix sharing (prefix_wait.h): a sequence whose tokens share at least
+// prefix_wait_min_tokens uncached tokens with one computing them (running in prefill, or admitted
+// earlier in this pass) waits, for at most prefix_wait_max_steps passes, and does not hold up the
+// sequences behind it; once the prefix is in the tree it matches it.
 #include <algorithm>
 #include <limits>
 #include <unordered_set>
 
 #include "sched/policy.h"
+#include "sched/prefix_wait.h"
 #include "sched/scheduler.h"
 
 namespace keel::sched {
@@ -24,8 +29,11 @@ void Scheduler::admit() {
   int64_t reserved = 0;  // slots running sequences still need for their pending tokens
   int32_t n_width = 0;   // running samples, counting the n - 1 an unforked request will add
   int32_t lowest_priority = std::numeric_limits<int32_t>::max();
+  const bool may_wait = config_.prefix_wait_max_steps > 0;
+  InFlightPrefixes in_flight;
   for (SeqId id : running_) {
-    const Sequence& s = seq(id);
+    Sequence& s = seq(id);
+    if (may_wait) in_flight.add(s);
     const Group& g = group_of(s);
     reserved += s.n_pending();
     n_width += (s.index == 0 && !g.forked) ? g.request.n : 1;
@@ -39,6 +47,15 @@ void Scheduler::admit() {
     const int32_t width = (s.index == 0 && !g.forked) ? g.request.n : 1;
     if (n_width + width > config_.max_running) break;
     match_prefix(s);
+    // Once waiting, it keeps waiting while any further shared block is still being computed.
+    const int64_t min_shared = s.prefix_wait_steps > 0 ? kPrefixBlock : config_.prefix_wait_min_tokens;
+    if (may_wait && s.prefix_wait_steps < config_.prefix_wait_max_steps &&
+        in_flight.shares(s, s.n_computed, min_shared)) {
+      release_match(s);
+      ++s.prefix_wait_steps;
+      ++stats_.n_prefix_waits;
+      continue;
+    }
     const int64_t room = pool_.n_free() + tree_.n_evictable_tokens() - reserved;
     if (s.n_pending() > room && s.priority <= lowest_priority) {
       release_match(s);
@@ -50,6 +67,7 @@ void Scheduler::admit() {
     s.admit_order = next_admit_++;
     running_.push_back(s.id);
     admitted.insert(s.id.value);
+    if (may_wait) in_flight.add(s);
     if (!g.admitted) {
       g.admitted = true;
       g.cached_tokens = static_cast<int32_t>(std::min<int64_t>(s.n_computed, s.n_prompt));

@@ -1,5 +1,6 @@
-// Scheduler::fork_samples: when a sequence's prompt is computed, caches the prompt in the radix tree
-// (in flight: concurrent requests with the same prefix reuse it from now on) and, for a request with
+// Scheduler::fork_samples: after every prefill chunk, caches the tokens computed so far in the radix
+// tree (in flight: concurrent requests with the same prefix reuse it from now on, and those waiting
+// for it in admit() match it) and, when a sequence's prompt is computed, for a request with
 // n > 1, makes samples 1..n-1. They lock the prompt's node and share its KV slots, so the prompt is
 // computed once, and each samples its first token from the same logits row with its own seed.
 #include "sched/scheduler.h"
@@ -7,6 +8,10 @@
 namespace keel::sched {
 
 std::vector<std::vector<SeqId>> Scheduler::fork_samples(const StepPlan& plan) {
+  for (const PlanEntry& e : plan.entries) {  // prefill chunks that do not reach the end yet
+    Sequence& s = seq(e.seq);
+    if (s.n_computed < static_cast<int64_t>(s.tokens.size()) && s.n_in_tree < s.n_computed) cache_in_flight(s);
+  }
   std::vector<std::vector<SeqId>> row_seqs(plan.row_seq.size());
   for (size_t r = 0; r < plan.row_seq.size(); ++r) {
     Sequence& s = seq(plan.row_seq[r]);

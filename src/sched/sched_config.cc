@@ -42,6 +42,13 @@ Status SchedConfig::validate() const {
   if (event_queue_capacity < 0) {
     return make_error(ErrorCode::kInvalidArgument, "event_queue_capacity = {} is negative", event_queue_capacity);
   }
+  if (prefix_wait_min_tokens < 1) {
+    return make_error(ErrorCode::kInvalidArgument, "prefix_wait_min_tokens = {} must be at least 1",
+                      prefix_wait_min_tokens);
+  }
+  if (prefix_wait_max_steps < 0) {
+    return make_error(ErrorCode::kInvalidArgument, "prefix_wait_max_steps = {} is negative", prefix_wait_max_steps);
+  }
   return {};
 }
 

@@ -31,6 +31,12 @@ struct SchedConfig {
   // Structured output: when the grammar allows exactly one next token, append it without sampling
   // (it is computed with the next step's tokens instead of taking a decode step of its own).
   bool jump_forward = false;
+  // In-batch prefix sharing (prefix_wait.h): a waiting request whose prompt shares at least
+  // prefix_wait_min_tokens uncached tokens with a request computing them now waits until they are in the
+  // radix tree, for at most prefix_wait_max_steps admission passes (then it is admitted in queue order
+  // whatever it shares). prefix_wait_max_steps = 0 turns the wait off.
+  int32_t prefix_wait_min_tokens = 64;
+  int32_t prefix_wait_max_steps = 16;
 
   // Rejects out-of-range values with a message naming the field. max_batch_tokens must cover one
   // decode token for every running sequence, so a long prompt never stalls a running stream.

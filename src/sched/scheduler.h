@@ -46,6 +46,7 @@ struct SchedulerStats {
   int64_t n_mixed_steps = 0;   // steps with prefill and decode tokens in one batch
   int32_t max_batch_seqs = 0;  // most sequences in one step
   int64_t n_jump_forward_tokens = 0;  // tokens a grammar forced, appended without sampling
+  int64_t n_prefix_waits = 0;         // admission passes a sequence waited for an in-flight shared prefix
 };
 
 class Scheduler {

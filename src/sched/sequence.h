@@ -56,6 +56,9 @@ struct Sequence {
   // Structured output: follows every token in `tokens` past the prompt (kept across preemption, as
   // the tokens are); null for free text.
   std::unique_ptr<sample::TokenConstraint> constraint;
+  // Prefix hash at every kPrefixBlock-th token (prefix_wait.h), filled lazily; valid while tokens only grow.
+  std::vector<uint64_t> block_hashes;
+  int32_t prefix_wait_steps = 0;  // admission passes this sequence waited for an in-flight prefix
 
   int64_t n_pending() const { return static_cast<int64_t>(tokens.size()) - n_computed; }
   bool is_decoding() const { return n_pending() == 1 && n_computed >= n_prompt; }
