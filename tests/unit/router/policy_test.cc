@@ -55,7 +55,7 @@ TEST(PowerOfTwo, NeverPicksTheMostLoadedOfTwoAndCoversPairs) {
 
 TEST(CacheAware, PrefersTheLongestMatchWhenBalanced) {
   auto p = make_cache_aware({});
-  std::vector<CandidateView> c = {{.load = 1, .match = 10}, {.load = 2, .match = 90}, {.load = 0, .match = 0}};
+  std::vector<CandidateView> c = {{.load = 1, .match = 10}, {.load = 1, .match = 90}, {.load = 0, .match = 0}};
   Pick pick = p->pick({.n_keys = 100}, c);
   EXPECT_EQ(pick.index, 1);
   EXPECT_EQ(pick.decision, Decision::kCacheHit);
