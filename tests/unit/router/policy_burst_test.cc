@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -85,6 +86,8 @@ TEST(CacheAwareBurst, BalanceHoldsAtEveryDecisionAndTheHotPrefixMostlyHits) {
     BurstResult r = run_burst(*p, clients, {5, 3, 2, 1}, 600);
     EXPECT_GT(r.decisions_checked, 300);
     EXPECT_EQ(r.violations, 0) << r.first_violation;
+    std::cout << clients << " clients: " << r.hot_on_holder << " of " << r.hot << " hot requests on a holder, work per replica "
+              << r.per_replica[0] << "/" << r.per_replica[1] << "/" << r.per_replica[2] << "/" << r.per_replica[3] << "\n";
     EXPECT_GT(2 * r.hot_on_holder, r.hot) << r.hot_on_holder << " of " << r.hot << " hot requests hit";
     // The fast replica must get the most work: balance follows completion speed.
     EXPECT_EQ(std::max_element(r.per_replica.begin(), r.per_replica.end()) - r.per_replica.begin(), 3);
