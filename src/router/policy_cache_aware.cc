@@ -11,7 +11,8 @@
 // (only the drained replica is eligible then). max(lo, 1) lets a holder take a second request while
 // some replica is idle: that replica gets its first before it can be "least busy" in a burst. With the
 // defaults (1, 1.5) the busiest holds at most max(lo + 1, 1.5 lo) whenever every replica is busy.
-// Outside the request's region a candidate's own load counts remote_penalty more.
+// Outside the request's region a candidate's own load counts remote_penalty more, and the bound is
+// taken over the local candidates when there are any.
 //
 // Among eligible candidates the longest match wins (ties: lower load), so a hot prefix whose holder is
 // full goes to the next-best-matching replica (which then caches it too), not to the globally least
@@ -33,9 +34,14 @@ class CacheAware final : public Policy {
 
   Pick pick(const RouteRequest& req, std::span<const CandidateView> c) override {
     if (c.empty()) return {};
-    // Bound on raw loads (real requests); the region penalty only enters a candidate's own load.
+    // The bound is over the replicas that compete on equal terms: the local ones when there are any
+    // (an idle remote replica must not pin the least load at 0). Raw loads, i.e. real requests; the
+    // region penalty only enters a remote candidate's own load.
+    const bool scoped = std::any_of(c.begin(), c.end(), [](const CandidateView& v) { return !v.remote; });
+    auto in_scope = [&](const CandidateView& v) { return !scoped || !v.remote; };
     int64_t lo = std::numeric_limits<int64_t>::max(), hi = 0, n_lo = 0;
     for (const auto& v : c) {
+      if (!in_scope(v)) continue;
       if (v.load < lo) {
         lo = v.load;
         n_lo = 0;
@@ -45,10 +51,11 @@ class CacheAware final : public Policy {
     }
     int64_t second = std::numeric_limits<int64_t>::max();
     for (const auto& v : c) {
-      if (v.load > lo) second = std::min(second, v.load);
+      if (in_scope(v) && v.load > lo) second = std::min(second, v.load);
     }
     auto keeps_bound = [&](const CandidateView& v) {
       const int64_t after = effective_load(v) + 1;
+      if (!in_scope(v)) return after <= cap(lo);
       const int64_t lo_after = v.load == lo && n_lo == 1 ? std::min(lo + 1, second) : lo;
       return std::max(hi, after) <= cap(lo_after);
     };
