@@ -163,6 +163,7 @@ def main():
     ap.add_argument("--concurrency", type=int, default=4)
     ap.add_argument("--burst", type=int, default=32, help="hot-prefix burst requests after the workload")
     ap.add_argument("--burst-concurrency", type=int, default=12)
+    ap.add_argument("--only", default="", help="run only the policies whose name contains this")
     args = ap.parse_args()
     keel = str(pathlib.Path(args.build) / "src/cli/keel")
     ports = [free_port() for _ in range(4)]
@@ -180,6 +181,8 @@ def main():
                    ("random", ["--policy", "random"])]
         out = []
         for name, extra in configs:
+            if args.only not in name:
+                continue
             r = run_policy(keel, replicas, args, extra, reqs)
             r["policy"] = name
             out.append(r)

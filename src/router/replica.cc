@@ -36,7 +36,8 @@ void Replica::set_reported(int64_t queued_now, int64_t running_now, int64_t ours
   queued.store(queued_now, std::memory_order_relaxed);
   running.store(running_now, std::memory_order_relaxed);
   const int64_t reported = std::max<int64_t>(queued_now, 0) + std::max<int64_t>(running_now, 0);
-  external.store(queued_now < 0 ? 0 : std::max<int64_t>(reported - ours, 0), std::memory_order_relaxed);
+  const int64_t excess = queued_now < 0 ? 0 : std::max<int64_t>(reported - ours, 0);
+  external.store(std::min(excess, excess_prev.exchange(excess, std::memory_order_relaxed)), std::memory_order_relaxed);
 }
 
 int64_t Replica::free_cache(int64_t fallback_entries) const {

@@ -49,11 +49,13 @@ class Replica {
   std::atomic<bool> removed{false};  // taken out of the set (its cache feed stops)
   // Load: the router's own count (changed under RouterService::decision_mutex() when routing, so each
   // decision sees every earlier one) plus what the replica reported (-1 = unknown). `external` is the
-  // reported queued + running minus the router's own count when that report came (>= 0): traffic from
-  // other routers or clients. A poll lags a burst by up to one interval, so it only ever adds to the
+  // reported queued + running minus the router's own count when that report came (>= 0), the smaller
+  // of the last two polls: traffic from other routers or clients persists across polls, while a
+  // request the replica still counts for a moment after the router has its answer does not. A poll lags a burst by up to one interval, so it only ever adds to the
   // router's fresh count and never stands in for it.
   std::atomic<int64_t> in_flight{0};
   std::atomic<int64_t> external{0};
+  std::atomic<int64_t> excess_prev{0};  // the previous poll's reported - ours
   std::atomic<int64_t> queued{-1};
   std::atomic<int64_t> running{-1};
   std::atomic<int64_t> kv_used{-1};

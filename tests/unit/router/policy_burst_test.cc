@@ -142,7 +142,11 @@ TEST(ReplicaLoad, PolledQueueAddsOnlyTrafficTheRouterDidNotSend) {
   EXPECT_EQ(r.load(), 3);
   r.in_flight = 7;  // a burst since the poll: the fresh count rules
   EXPECT_EQ(r.load(), 7);
-  r.set_reported(4, 4, 5);  // 3 requests from elsewhere
+  r.set_reported(4, 4, 7);  // one request the replica still counts after we got its answer: one poll
+  EXPECT_EQ(r.load(), 7);   // does not make it load
+  r.set_reported(6, 4, 7);  // three from elsewhere, two polls in a row
+  EXPECT_EQ(r.load(), 8);   // the smaller excess of the two (1)
+  r.set_reported(6, 4, 7);
   EXPECT_EQ(r.load(), 10);
   r.set_reported(0, 0, 7);  // a stale, lower report never hides our count
   EXPECT_EQ(r.load(), 7);
