@@ -10,7 +10,10 @@ no_stop_trim, ...) to every request, which keel serve's strict OpenAI parser rej
 
 Then a burst on one hot prefix (--burst requests, --burst-concurrency at once): the router's in-flight
 count per replica is sampled every 20 ms; reported are the worst busiest/least-busy ratio (samples
-where every replica has work), the worst difference, and the busiest replica's worst share.
+where every replica has work), the worst difference, and the busiest replica's worst share; and the
+same over "full" samples only (all --burst-concurrency requests inside the router while more still
+wait to be sent: states the routing decisions produced, not a completion awaiting its replacement or
+the drain at the burst's end).
 
 Usage: bench/bench_router_prefix.py [--build build] [--groups 8] [--per-group 6] [--concurrency 4]
 """
@@ -94,20 +97,28 @@ def hot_burst(base, n_requests, concurrency):
     reqs = [{"model": "smollm2", "max_tokens": 1, "temperature": 0,
              "messages": [{"role": "system", "content": system}, {"role": "user", "content": f"Hot {i}?"}]}
             for i in range(n_requests)]
-    samples = []
+    samples, full = [], []
     with concurrent.futures.ThreadPoolExecutor(concurrency) as pool:
         futs = [pool.submit(post, base + "/v1/chat/completions", b) for b in reqs]
         while not all(f.done() for f in futs):
             counts = sorted(in_flight(base).values())
             if sum(counts) >= len(counts):  # a burst: at least one request per replica in flight
                 samples.append(counts)
+            # Full: every client's request is inside the router and more are still waiting to go, so
+            # the state is one the router's decisions produced (not a completion not yet replaced,
+            # not the drain at the end of the burst, which no routing decision can touch).
+            if sum(counts) == concurrency and any(not f.running() and not f.done() for f in futs):
+                full.append(counts)
             time.sleep(0.02)
         for f in futs:
             f.result()
     worst_ratio = max((c[-1] / c[0] for c in samples if c[0] > 0), default=None)
     worst_spread = max((c[-1] - c[0] for c in samples), default=None)
     return {"burst_samples": len(samples), "burst_max_over_min": worst_ratio, "burst_max_minus_min": worst_spread,
-            "burst_busiest_share": max((c[-1] / sum(c) for c in samples), default=None)}
+            "burst_busiest_share": max((c[-1] / sum(c) for c in samples), default=None),
+            "full_samples": len(full),
+            "full_max_over_min": max((c[-1] / c[0] if c[0] else float("inf") for c in full), default=None),
+            "full_max_minus_min": max((c[-1] - c[0] for c in full), default=None)}
 
 
 def run_policy(keel, replicas, args, extra, reqs):
@@ -152,6 +163,7 @@ def main():
     ap.add_argument("--concurrency", type=int, default=4)
     ap.add_argument("--burst", type=int, default=32, help="hot-prefix burst requests after the workload")
     ap.add_argument("--burst-concurrency", type=int, default=12)
+    ap.add_argument("--only", default="", help="run only the policies whose name contains this")
     args = ap.parse_args()
     keel = str(pathlib.Path(args.build) / "src/cli/keel")
     ports = [free_port() for _ in range(4)]
@@ -164,13 +176,13 @@ def main():
             wait_http(r + "/health")
         reqs = workload(args.groups, args.per_group)
         configs = [("cache_aware exact (--model)", ["--model", str(MODEL)]),
-                   ("cache_aware exact, --balance-abs-threshold 1", ["--model", str(MODEL),
-                                                                     "--balance-abs-threshold", "1"]),
                    ("cache_aware approximate (char keys)", []),
                    ("round_robin", ["--policy", "round_robin"]),
                    ("random", ["--policy", "random"])]
         out = []
         for name, extra in configs:
+            if args.only not in name:
+                continue
             r = run_policy(keel, replicas, args, extra, reqs)
             r["policy"] = name
             out.append(r)

@@ -15,7 +15,7 @@
 namespace keel::router {
 
 struct CandidateView {
-  int64_t load = 0;        // router in-flight + replica queued + running (as last polled)
+  int64_t load = 0;        // router's in-flight count + traffic the replica reports that the router did not send
   int64_t match = 0;       // leading prefix keys of this request the replica holds
   int64_t free_cache = 0;  // free KV slots if known, else minus the index entries we hold for it
   bool remote = false;     // not in the request's region
@@ -36,8 +36,10 @@ struct Pick {
 };
 
 struct CacheAwareConfig {
-  int64_t balance_abs_threshold = 4;      // load - min load above this and ...
-  double balance_rel_threshold = 1.5;     // ... load above this x min load: too loaded to take affinity
+  // After a decision no replica may hold more than max(max(lo, 1) + abs, rel x lo) requests, lo the
+  // least busy candidate's count (policy_cache_aware.cc).
+  int64_t balance_abs_threshold = 1;
+  double balance_rel_threshold = 1.5;
   double min_match_ratio = 0.25;          // matched keys / prompt keys below this: no useful match
   int64_t remote_penalty = 8;             // load added to replicas outside the request's region
 

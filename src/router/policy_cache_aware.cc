@@ -1,10 +1,23 @@
-// cache_aware: the replica holding the longest prefix of the prompt, among those not overloaded.
-// Load is "effective": in-flight + queue, plus remote_penalty outside the request's region. A
-// candidate is eligible when its load is within balance_abs_threshold of the least loaded OR within
-// balance_rel_threshold x of it; a hot prefix therefore keeps its replica only until that replica
-// pulls ahead of the others by both margins, then traffic spills to the least loaded (the spill
-// records the prefix there too, so the hot prefix ends up cached on several replicas). With no useful
-// match (below min_match_ratio of the prompt), the eligible replica with the most free cache wins.
+// cache_aware: the replica holding the longest prefix of the prompt, among those that keep the
+// balance bound after taking this request. Load is the router's own in-flight count (read and bumped
+// under the decision lock, so never stale) plus the traffic a replica reports that the router did not
+// send (never below 0; a lagging poll can add to the fresh count, not hide it).
+//
+// Bound: with lo = the least in-flight of any candidate, every candidate may hold at most
+//   cap(lo) = max(max(lo, 1) + balance_abs_threshold, floor(balance_rel_threshold x lo)).
+// A candidate is eligible when the state AFTER it takes the request stays within cap of the new least
+// busy: judging the post-decision state (not the candidate's current load against a margin) is what
+// makes the bound hold at every decision, and it also repairs a state that completions pushed over it
+// (only the drained replica is eligible then). max(lo, 1) lets a holder take a second request while
+// some replica is idle: that replica gets its first before it can be "least busy" in a burst. With the
+// defaults (1, 1.5) the busiest holds at most max(lo + 1, 1.5 lo) whenever every replica is busy.
+// Outside the request's region a candidate's own load counts remote_penalty more, and the bound is
+// taken over the local candidates when there are any.
+//
+// Among eligible candidates the longest match wins (ties: lower load), so a hot prefix whose holder is
+// full goes to the next-best-matching replica (which then caches it too), not to the globally least
+// loaded; with no useful match (below min_match_ratio of the prompt) the eligible replica with the
+// most free cache wins. When no candidate keeps the bound, the least loaded ones are eligible.
 #include <algorithm>
 #include <limits>
 
@@ -21,13 +34,38 @@ class CacheAware final : public Policy {
 
   Pick pick(const RouteRequest& req, std::span<const CandidateView> c) override {
     if (c.empty()) return {};
-    int64_t min_load = std::numeric_limits<int64_t>::max();
-    for (const auto& v : c) min_load = std::min(min_load, effective_load(v));
-    auto eligible = [&](const CandidateView& v) {
-      int64_t load = effective_load(v);
-      return load - min_load <= config_.balance_abs_threshold ||
-             static_cast<double>(load) <= config_.balance_rel_threshold * static_cast<double>(min_load);
+    // The bound is over the replicas that compete on equal terms: the local ones when there are any
+    // (an idle remote replica must not pin the least load at 0). Raw loads, i.e. real requests; the
+    // region penalty only enters a remote candidate's own load.
+    const bool scoped = std::any_of(c.begin(), c.end(), [](const CandidateView& v) { return !v.remote; });
+    auto in_scope = [&](const CandidateView& v) { return !scoped || !v.remote; };
+    int64_t lo = std::numeric_limits<int64_t>::max(), hi = 0, n_lo = 0;
+    for (const auto& v : c) {
+      if (!in_scope(v)) continue;
+      if (v.load < lo) {
+        lo = v.load;
+        n_lo = 0;
+      }
+      if (v.load == lo) ++n_lo;
+      hi = std::max(hi, v.load);
+    }
+    int64_t second = std::numeric_limits<int64_t>::max();
+    for (const auto& v : c) {
+      if (in_scope(v) && v.load > lo) second = std::min(second, v.load);
+    }
+    auto keeps_bound = [&](const CandidateView& v) {
+      const int64_t after = effective_load(v) + 1;
+      if (!in_scope(v)) return after <= cap(lo);
+      const int64_t lo_after = v.load == lo && n_lo == 1 ? std::min(lo + 1, second) : lo;
+      return std::max(hi, after) <= cap(lo_after);
     };
+    bool any = false;
+    for (const auto& v : c) any = any || keeps_bound(v);
+    int64_t min_eff = std::numeric_limits<int64_t>::max();
+    for (const auto& v : c) min_eff = std::min(min_eff, effective_load(v));
+    // When no choice keeps the bound (completions drained the least busy, or remote-only headroom),
+    // the least loaded candidates are the only ones that move toward it.
+    auto eligible = [&](const CandidateView& v) { return any ? keeps_bound(v) : effective_load(v) == min_eff; };
     int32_t best = -1, best_any = -1;
     for (size_t i = 0; i < c.size(); ++i) {
       auto idx = static_cast<int32_t>(i);
@@ -52,6 +90,11 @@ class CacheAware final : public Policy {
   }
 
  private:
+  // Most in-flight any replica may hold when the least busy holds `lo`.
+  int64_t cap(int64_t lo) const {
+    const auto rel = static_cast<int64_t>(config_.balance_rel_threshold * static_cast<double>(lo));
+    return std::max(std::max<int64_t>(lo, 1) + config_.balance_abs_threshold, rel);
+  }
   int64_t effective_load(const CandidateView& v) const { return v.load + (v.remote ? config_.remote_penalty : 0); }
   bool better_match(const CandidateView& a, const CandidateView& b) const {
     if (a.match != b.match) return a.match > b.match;

@@ -88,16 +88,18 @@ void ProxyRequest::run() {
 }
 
 void ProxyRequest::attempt(bool resuming) {
-  ReplicaPtr r = choose();
-  if (!r) {
-    if (client_started_) return end_stream_with_error("no replica is available to continue the stream");
-    return fail_before_start(503, "no healthy replica is available");
-  }
   std::string body = body_text_;
   if (resuming) {
     auto rb = resume_.resume_body(body_);
     if (!rb) return end_stream_with_error("the stream's replica failed and the stream cannot be resumed");
     body = std::move(*rb);
+  }
+  ReplicaPtr r = choose();  // counts the request in r->in_flight
+  if (!r) {
+    if (client_started_) return end_stream_with_error("no replica is available to continue the stream");
+    return fail_before_start(503, "no healthy replica is available");
+  }
+  if (resuming) {
     resume_.begin_resume();
     r->n_resumed.fetch_add(1, std::memory_order_relaxed);
   }
@@ -110,7 +112,6 @@ void ProxyRequest::attempt(bool resuming) {
   is_sse_ = false;
   body_acc_.clear();
   sse_ = SseReader();
-  r->in_flight.fetch_add(1, std::memory_order_relaxed);
   r->n_requests.fetch_add(1, std::memory_order_relaxed);
   attempt_start_us_ = now_us();
   UpstreamRequest up{.method = req_.method, .target = req_.target};

@@ -143,6 +143,8 @@ ReplicaPtr ProxyRequest::choose() {
   const bool prefix = svc_.policy().uses_prefix() && !keys_->empty();
   std::vector<CandidateView> views;
   views.reserve(cands.size());
+  // Loads are read and the pick counted in one step: concurrent decisions on other io threads see it.
+  std::lock_guard decide(svc_.decision_mutex());
   for (const ReplicaPtr* r : cands) {
     const Replica& rep = **r;
     const bool exact = svc_.index().exact_live(rep.id);
@@ -155,6 +157,7 @@ ReplicaPtr ProxyRequest::choose() {
   Pick pick = svc_.policy().pick(RouteRequest{.n_keys = static_cast<int64_t>(keys_->size()), .random = random_u64()}, views);
   if (pick.index < 0) return nullptr;
   ReplicaPtr chosen = *cands[static_cast<size_t>(pick.index)];
+  chosen->in_flight.fetch_add(1, std::memory_order_relaxed);  // taken off in release_replica
   chosen->breaker.allow(now_ms);  // takes the half-open probe slot when probing
   svc_.count_decision(pick.decision);
   if (prefix) {

@@ -1,5 +1,6 @@
 #include "router/replica.h"
 
+#include <algorithm>
 #include <charconv>
 
 namespace keel::router {
@@ -28,11 +29,15 @@ Replica::Replica(ReplicaId id_, std::string url_, Endpoint endpoint_, ReplicaLab
     : id(id_), url(std::move(url_)), endpoint(std::move(endpoint_)), labels(std::move(labels_)), breaker(breaker_config) {}
 
 int64_t Replica::load() const {
-  int64_t l = in_flight.load(std::memory_order_relaxed);
-  int64_t q = queued.load(std::memory_order_relaxed);
-  // The replica's queue counts our in-flight requests too; take the larger so neither is lost.
-  int64_t reported = q >= 0 ? q + std::max<int64_t>(running.load(std::memory_order_relaxed), 0) : 0;
-  return std::max(l, reported);
+  return in_flight.load(std::memory_order_relaxed) + external.load(std::memory_order_relaxed);
+}
+
+void Replica::set_reported(int64_t queued_now, int64_t running_now, int64_t ours) {
+  queued.store(queued_now, std::memory_order_relaxed);
+  running.store(running_now, std::memory_order_relaxed);
+  const int64_t reported = std::max<int64_t>(queued_now, 0) + std::max<int64_t>(running_now, 0);
+  const int64_t excess = queued_now < 0 ? 0 : std::max<int64_t>(reported - ours, 0);
+  external.store(std::min(excess, excess_prev.exchange(excess, std::memory_order_relaxed)), std::memory_order_relaxed);
 }
 
 int64_t Replica::free_cache(int64_t fallback_entries) const {

@@ -47,8 +47,15 @@ class Replica {
   std::atomic<ReplicaState> state{ReplicaState::kActive};
   std::atomic<bool> healthy{true};  // last active health check (true until one fails)
   std::atomic<bool> removed{false};  // taken out of the set (its cache feed stops)
-  // Load: the router's own count plus what the replica reported (-1 = unknown).
+  // Load: the router's own count (changed under RouterService::decision_mutex() when routing, so each
+  // decision sees every earlier one) plus what the replica reported (-1 = unknown). `external` is the
+  // reported queued + running minus the router's own count when that report came (>= 0), the smaller
+  // of the last two polls: traffic from other routers or clients persists across polls, while a
+  // request the replica still counts for a moment after the router has its answer does not. A poll lags a burst by up to one interval, so it only ever adds to the
+  // router's fresh count and never stands in for it.
   std::atomic<int64_t> in_flight{0};
+  std::atomic<int64_t> external{0};
+  std::atomic<int64_t> excess_prev{0};  // the previous poll's reported - ours
   std::atomic<int64_t> queued{-1};
   std::atomic<int64_t> running{-1};
   std::atomic<int64_t> kv_used{-1};
@@ -62,7 +69,9 @@ class Replica {
   std::atomic<int64_t> cache_hit_keys{0};  // matched prefix keys of requests routed here
   std::atomic<int64_t> prompt_keys{0};     // prefix keys of requests routed here
 
-  int64_t load() const;
+  int64_t load() const;  // in_flight + external
+  // Records a polled report; `ours` = the router's in-flight count there while the poll was out.
+  void set_reported(int64_t queued_now, int64_t running_now, int64_t ours);
   // Free KV slots if reported, else minus `fallback_entries`.
   int64_t free_cache(int64_t fallback_entries) const;
 };

@@ -1,5 +1,7 @@
 #include "router/service.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -151,10 +153,13 @@ void RouterService::poll_load(const ReplicaPtr& r) {
                   .on_data = [body](std::string_view b) {
                     if (body->size() < (4 << 20)) body->append(b);
                   },
-                  .on_done = [r, body](UpstreamFailure f, const std::string&) {
+                  .on_done = [r, body, ours_at_send = r->in_flight.load()](UpstreamFailure f, const std::string&) {
                     if (f != UpstreamFailure::kNone) return;
-                    r->queued.store(gauge_value(*body, "keel_num_requests_waiting"));
-                    r->running.store(gauge_value(*body, "keel_num_requests_running"));
+                    // The replica counted at some moment while the poll was out: compare with the
+                    // larger of our counts at both ends, so our own requests are never counted twice.
+                    r->set_reported(gauge_value(*body, "keel_num_requests_waiting"),
+                                    gauge_value(*body, "keel_num_requests_running"),
+                                    std::max(ours_at_send, r->in_flight.load()));
                     r->kv_used.store(gauge_value(*body, "keel_kv_slots_used"));
                     r->kv_total.store(gauge_value(*body, "keel_kv_slots_total"));
                   }});

@@ -91,6 +91,8 @@ class RouterService {
   bool stopping() const { return stopping_.load(); }
   uint64_t next_request_number() { return next_request_.fetch_add(1, std::memory_order_relaxed); }
   server::Histogram& decision_seconds() { return *decision_s_; }
+  // Held from reading the candidates' loads to counting the chosen replica's new request.
+  std::mutex& decision_mutex() { return decision_mu_; }
   server::Histogram& latency_seconds(const Replica& r);
 
  private:
@@ -113,6 +115,7 @@ class RouterService {
   server::MetricsRegistry metrics_;
   server::Histogram* decision_s_ = nullptr;
   std::atomic<int64_t> decisions_[kNumDecisions] = {};
+  std::mutex decision_mu_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> started_{false};
   std::atomic<uint64_t> next_request_{1};

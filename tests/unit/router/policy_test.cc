@@ -55,7 +55,7 @@ TEST(PowerOfTwo, NeverPicksTheMostLoadedOfTwoAndCoversPairs) {
 
 TEST(CacheAware, PrefersTheLongestMatchWhenBalanced) {
   auto p = make_cache_aware({});
-  std::vector<CandidateView> c = {{.load = 1, .match = 10}, {.load = 2, .match = 90}, {.load = 0, .match = 0}};
+  std::vector<CandidateView> c = {{.load = 1, .match = 10}, {.load = 1, .match = 90}, {.load = 0, .match = 0}};
   Pick pick = p->pick({.n_keys = 100}, c);
   EXPECT_EQ(pick.index, 1);
   EXPECT_EQ(pick.decision, Decision::kCacheHit);
@@ -126,6 +126,11 @@ TEST(CacheAware, PrefersLocalRegionUntilItIsSaturated) {
   // ... but wins once local load exceeds the penalty plus the margins.
   std::vector<CandidateView> busy = {{.load = 30, .match = 0, .remote = false}, {.load = 0, .match = 80, .remote = true}};
   EXPECT_EQ(p->pick({.n_keys = 100}, busy).index, 1);
+  // An idle remote replica does not turn the local ones' affinity into least-loaded: the local holder
+  // with room keeps its prefix.
+  std::vector<CandidateView> two = {{.load = 2, .match = 0}, {.load = 3, .match = 80},
+                                    {.load = 0, .match = 0, .remote = true}};
+  EXPECT_EQ(p->pick({.n_keys = 100}, two).index, 1);
 }
 
 }  // namespace
