@@ -241,7 +241,11 @@ void Api::handle_generation(ApiKind kind, http::HttpRequest&& req, const http::E
     return respond_error(ex, error);
   }
   generation->start_stream();
-  ex->on_disconnect([this, id] { engine_.cancel(id); });
+  ex->on_disconnect([this, id, weak = std::weak_ptr<Generation>(generation)] {
+    auto g = weak.lock();  // before cancel, which may drop the engine's sink (and its reference)
+    engine_.cancel(id);
+    if (g) g->on_client_gone();
+  });
 }
 
 void Api::handle_models(const http::ExchangePtr& ex) {

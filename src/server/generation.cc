@@ -57,8 +57,10 @@ Generation::Generation(GenerationSetup setup, http::ExchangePtr exchange, const 
   }
 }
 
-Generation::~Generation() {
-  if (submitted_ && !done_) metrics_.count_finished(FinishReason::kCancelled);
+void Generation::on_client_gone() {
+  if (!submitted_ || done_) return;
+  done_ = true;
+  metrics_.count_finished(FinishReason::kCancelled);
 }
 
 void Generation::start_stream() {

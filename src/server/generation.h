@@ -48,9 +48,10 @@ class Generation {
  public:
   Generation(GenerationSetup setup, http::ExchangePtr exchange, const tokenizer::Tokenizer& tok,
              GenerationMetrics& metrics);
-  // A submitted generation that never ended on the wire was cancelled by its client: the engine's final
-  // kCancelled event was dropped with the connection (Exchange::post), so it is counted here.
-  ~Generation();
+  // The client went away (Exchange::on_disconnect, on the strand): a submitted generation that has
+  // not ended is counted as cancelled here, because the engine's final kCancelled event is dropped
+  // with the connection. Not done in a destructor: a sink can outlive the Api and its metrics.
+  void on_client_gone();
 
   // Sends the stream head (and chat's role chunks) unless already sent. Idempotent. The Api calls it
   // once the engine accepted the request, which marks the generation submitted.
