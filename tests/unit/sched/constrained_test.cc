@@ -24,23 +24,9 @@ using test::make_prompt;
 
 constexpr int32_t kEos = 2;
 
-class ConstrainedTest : public ::testing::Test {
+class ConstrainedTest : public test::TinyModelTest {
  protected:
-  static void SetUpTestSuite() {
-    model_ = test::load_tiny_llama().release();
-    tok_ = test::tiny_tokenizer(128).release();
-  }
-  static void TearDownTestSuite() {
-    delete model_;
-    delete tok_;
-  }
-  void SetUp() override { ASSERT_NE(model_, nullptr); }
-
-  std::unique_ptr<Scheduler> make(SchedConfig c) {
-    auto s = Scheduler::create({.model = model_, .tokenizer = tok_, .config = c});
-    EXPECT_TRUE(s.ok()) << s.status().to_string();
-    return std::move(s).value();
-  }
+  static std::unique_ptr<Scheduler> make(SchedConfig c) { return make_scheduler(c); }
   static std::shared_ptr<grammar::TokenMaskCache> regex_masks(const std::string& regex) {
     auto g = grammar::compile_grammar({.kind = grammar::GrammarSpec::Kind::kRegex, .source = regex});
     EXPECT_TRUE(g.ok()) << g.status().to_string();
@@ -116,13 +102,8 @@ class ConstrainedTest : public ::testing::Test {
     r.constraint = std::make_shared<GrammarConstraintFactory>(masks);
     return r;
   }
-
-  static model::Model* model_;
-  static tokenizer::Tokenizer* tok_;
 };
 
-model::Model* ConstrainedTest::model_ = nullptr;
-tokenizer::Tokenizer* ConstrainedTest::tok_ = nullptr;
 
 const char* kRegex = "(a[a-e]|b[b-f]|cc){2,5}dd";
 

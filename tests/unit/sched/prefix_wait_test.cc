@@ -17,23 +17,9 @@ using test::greedy_request;
 using test::make_prompt;
 using test::reference_tokens;
 
-class PrefixWaitTest : public ::testing::Test {
+class PrefixWaitTest : public test::TinyModelTest {
  protected:
-  static void SetUpTestSuite() {
-    model_ = test::load_tiny_llama().release();
-    tok_ = test::tiny_tokenizer(128).release();
-  }
-  static void TearDownTestSuite() {
-    delete model_;
-    delete tok_;
-  }
-  void SetUp() override { ASSERT_NE(model_, nullptr); }
-
-  std::unique_ptr<Scheduler> make(SchedConfig c) {
-    auto s = Scheduler::create({.model = model_, .tokenizer = tok_, .config = c});
-    EXPECT_TRUE(s.ok()) << s.status().to_string();
-    return std::move(s).value();
-  }
+  static std::unique_ptr<Scheduler> make(SchedConfig c) { return make_scheduler(c); }
   static void step_checked(Scheduler& s) {
     s.step();
     Status inv = s.check_invariants();
@@ -49,13 +35,8 @@ class PrefixWaitTest : public ::testing::Test {
     for (int32_t t : make_prompt(n_suffix, seed)) p.push_back(t);
     return p;
   }
-
-  static model::Model* model_;
-  static tokenizer::Tokenizer* tok_;
 };
 
-model::Model* PrefixWaitTest::model_ = nullptr;
-tokenizer::Tokenizer* PrefixWaitTest::tok_ = nullptr;
 
 constexpr int32_t kPrefix = 96;
 constexpr int32_t kSuffix = 8;

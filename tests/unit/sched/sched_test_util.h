@@ -18,6 +18,7 @@
 #include "sample/logits_processors.h"
 #include "sample/sampler.h"
 #include "sched/engine.h"
+#include "sched/scheduler.h"
 #include "tokenizer/tokenizer.h"
 
 namespace keel::sched::test {
@@ -49,6 +50,32 @@ inline std::unique_ptr<tokenizer::Tokenizer> tiny_tokenizer(int32_t n_vocab, int
   EXPECT_TRUE(tok.ok()) << tok.status().to_string();
   return std::move(tok).value();
 }
+
+// Base fixture of the scheduler tests: the tiny model and tokenizer, loaded once per test suite
+// (suites run one after another, so the shared pointers are never used by two at once).
+class TinyModelTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    model_ = load_tiny_llama().release();
+    tok_ = tiny_tokenizer(128).release();
+  }
+  static void TearDownTestSuite() {
+    delete model_;
+    model_ = nullptr;
+    delete tok_;
+    tok_ = nullptr;
+  }
+  void SetUp() override { ASSERT_NE(model_, nullptr); }
+
+  static std::unique_ptr<Scheduler> make_scheduler(SchedConfig c) {
+    auto s = Scheduler::create({.model = model_, .tokenizer = tok_, .config = c});
+    EXPECT_TRUE(s.ok()) << s.status().to_string();
+    return s.ok() ? std::move(s).value() : nullptr;
+  }
+
+  static inline model::Model* model_ = nullptr;
+  static inline tokenizer::Tokenizer* tok_ = nullptr;
+};
 
 // Greedy (or seeded) generation of n_new tokens, one sequence alone.
 inline std::vector<int32_t> reference_tokens(model::Model& m, const std::vector<int32_t>& prompt, int32_t n_new,

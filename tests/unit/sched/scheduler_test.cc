@@ -16,23 +16,9 @@ using test::greedy_request;
 using test::make_prompt;
 using test::reference_tokens;
 
-class SchedulerTest : public ::testing::Test {
+class SchedulerTest : public test::TinyModelTest {
  protected:
-  static void SetUpTestSuite() {
-    model_ = test::load_tiny_llama().release();
-    tok_ = test::tiny_tokenizer(128).release();
-  }
-  static void TearDownTestSuite() {
-    delete model_;
-    delete tok_;
-  }
-  void SetUp() override { ASSERT_NE(model_, nullptr); }
-
-  std::unique_ptr<Scheduler> make(SchedConfig c) {
-    auto s = Scheduler::create({.model = model_, .tokenizer = tok_, .config = c});
-    EXPECT_TRUE(s.ok()) << s.status().to_string();
-    return std::move(s).value();
-  }
+  static std::unique_ptr<Scheduler> make(SchedConfig c) { return make_scheduler(c); }
   // Steps until idle, checking invariants after each step; returns the steps taken.
   static int run_to_idle(Scheduler& s, int max_steps = 2000) {
     int n = 0;
@@ -46,13 +32,8 @@ class SchedulerTest : public ::testing::Test {
     EXPECT_TRUE(s.idle()) << "not idle after " << max_steps << " steps";
     return n;
   }
-
-  static model::Model* model_;
-  static tokenizer::Tokenizer* tok_;
 };
 
-model::Model* SchedulerTest::model_ = nullptr;
-tokenizer::Tokenizer* SchedulerTest::tok_ = nullptr;
 
 TEST_F(SchedulerTest, BatchedChunkedMatchesOneAtATime) {
   auto s = make({.kv_tokens = 512, .max_batch_tokens = 24, .prefill_chunk = 8, .max_running = 8});

@@ -20,18 +20,8 @@ using test::greedy_request;
 using test::make_prompt;
 using test::reference_tokens;
 
-class ThreadedEngineTest : public ::testing::Test {
+class ThreadedEngineTest : public test::TinyModelTest {
  protected:
-  static void SetUpTestSuite() {
-    model_ = test::load_tiny_llama().release();
-    tok_ = test::tiny_tokenizer(128).release();
-  }
-  static void TearDownTestSuite() {
-    delete model_;
-    delete tok_;
-  }
-  void SetUp() override { ASSERT_NE(model_, nullptr); }
-
   std::unique_ptr<ThreadedEngine> make(SchedConfig c) {
     auto e = ThreadedEngine::create({.model = model_, .tokenizer = tok_, .config = c});
     EXPECT_TRUE(e.ok()) << e.status().to_string();
@@ -41,13 +31,8 @@ class ThreadedEngineTest : public ::testing::Test {
     for (int i = 0; i < timeout_ms && !done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     return done();
   }
-
-  static model::Model* model_;
-  static tokenizer::Tokenizer* tok_;
 };
 
-model::Model* ThreadedEngineTest::model_ = nullptr;
-tokenizer::Tokenizer* ThreadedEngineTest::tok_ = nullptr;
 
 TEST_F(ThreadedEngineTest, ConcurrentSubmitsThenDrain) {
   auto e = make({.kv_tokens = 512, .max_batch_tokens = 32, .prefill_chunk = 8, .max_running = 8});
