@@ -22,15 +22,15 @@ void Scheduler::cache_in_flight(Sequence& s) {
 
 void Scheduler::release_to_cache(Sequence& s) {
   cache_in_flight(s);
-  tree_.unlock(s.node);
-  s.node = tree_.root();
-  s.slots.clear();
-  s.n_computed = 0;
-  s.n_in_tree = 0;
+  detach_from_tree(s);
 }
 
 void Scheduler::drop_kv(Sequence& s) {
   pool_.free(std::span<const cache::SlotId>(s.slots).subspan(static_cast<size_t>(s.n_in_tree)));
+  detach_from_tree(s);
+}
+
+void Scheduler::detach_from_tree(Sequence& s) {
   tree_.unlock(s.node);
   s.node = tree_.root();
   s.slots.clear();

@@ -21,11 +21,7 @@ void Scheduler::match_prefix(Sequence& s) {
 
 void Scheduler::release_match(Sequence& s) {
   KEEL_CHECK(s.n_owned_slots() == 0, "sequence {} owns slots it would leak", s.id.value);
-  tree_.unlock(s.node);
-  s.node = tree_.root();
-  s.slots.clear();
-  s.n_computed = 0;
-  s.n_in_tree = 0;
+  detach_from_tree(s);
 }
 
 }  // namespace keel::sched

@@ -116,6 +116,8 @@ class Scheduler {
   void cache_in_flight(Sequence& s);
   void release_to_cache(Sequence& s);
   void drop_kv(Sequence& s);
+  // Unlocks the sequence's node and leaves it holding nothing (root, no slots, nothing computed).
+  void detach_from_tree(Sequence& s);
 
   Sequence& seq(SeqId id) const;
   Group& group_of(const Sequence& s) const;
