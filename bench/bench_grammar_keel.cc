@@ -21,6 +21,7 @@
 #include "grammar/compile.h"
 #include "grammar/mask_cache.h"
 #include "grammar/matcher.h"
+#include "sched/grammar_constraint.h"
 #include "tokenizer/tokenizer.h"
 
 namespace {
@@ -37,19 +38,6 @@ std::string read_file(const std::filesystem::path& p) {
   std::stringstream ss;
   ss << f.rdbuf();
   return ss.str();
-}
-
-grammar::Vocabulary vocabulary(const tokenizer::Tokenizer& tok) {
-  grammar::Vocabulary v;
-  for (int32_t id = 0; id < tok.n_vocab(); ++id) {
-    v.token_bytes.push_back(tok.token_bytes(id));
-    if (tok.is_eog(id)) {
-      v.eos_ids.push_back(id);
-    } else if (tok.is_special(id)) {
-      v.special_ids.push_back(id);
-    }
-  }
-  return v;
 }
 
 // Mask times (µs) while feeding `text`'s tokens; empty when the grammar refuses them.
@@ -86,7 +74,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   auto t0 = Clock::now();
-  auto trie = std::make_shared<const grammar::VocabTrie>(vocabulary(**tok));
+  auto trie = std::make_shared<const grammar::VocabTrie>(keel::sched::grammar_vocabulary(**tok));
   std::fprintf(stderr, "vocabulary of %d tokens, trie built in %.1f ms\n", (*tok)->n_vocab(), us_since(t0) / 1e3);
   std::vector<std::filesystem::path> files;
   for (const auto& e : std::filesystem::directory_iterator(data))
