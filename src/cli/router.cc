@@ -13,6 +13,7 @@
 #include "base/log.h"
 #include "cli/commands.h"
 #include "cli/model_files.h"
+#include "cli/stop_signals.h"
 #include "router/service.h"
 #include "server/http/server.h"
 #include "server/native_generate.h"
@@ -86,15 +87,6 @@ router::PromptTokenizer make_tokenizer(std::shared_ptr<tokenizer::Tokenizer> tok
     }
     return std::nullopt;
   };
-}
-
-sigset_t block_stop_signals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  return set;
 }
 
 int run_router(RouterArgs a) {

@@ -14,6 +14,7 @@
 #include "base/log.h"
 #include "cli/commands.h"
 #include "cli/model_files.h"
+#include "cli/stop_signals.h"
 #include "model/model.h"
 #include "sched/threaded_engine.h"
 #include "server/api.h"
@@ -46,17 +47,6 @@ void size_kv_pool(model::Model& m, float mem_fraction, sched::SchedConfig& sched
   sched.kv_tokens = std::min<int64_t>(budget / per_token, std::numeric_limits<int32_t>::max());
   KEEL_LOG_INFO("KV pool: {} tokens ({:.1f} GiB of {:.1f} GiB free)", sched.kv_tokens,
                 static_cast<double>(sched.kv_tokens * per_token) / (1 << 30), static_cast<double>(free_bytes) / (1 << 30));
-}
-
-// Blocks SIGTERM/SIGINT in every thread (the io and scheduler threads inherit the mask), so the main
-// thread can wait for them synchronously.
-sigset_t block_stop_signals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  return set;
 }
 
 int fail(int code, const Status& st) {
