@@ -30,7 +30,7 @@ ALLOWED = {
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/')
 # Single files or subfolders a folder may include beyond its table entry: the router's front end
 # reuses the HTTP server and metrics registry of server/ (plain HTTP, no engine).
-ALLOWED_PATHS = {"router": ("server/http/", "server/metrics.h")}
+ALLOWED_PATHS = {"router": ("server/http/", "server/metrics.h", "cache/prefix_hash.h")}
 INCLUDE_PATH = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
 

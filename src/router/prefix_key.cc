@@ -1,18 +1,13 @@
 #include "router/prefix_key.h"
 
-#include <bit>
-#include <cstring>
-
 #include <xxhash.h>
+
+#include "cache/prefix_hash.h"
 
 namespace keel::router {
 
-static_assert(std::endian::native == std::endian::little, "token hashes are defined over little-endian bytes");
-
 uint64_t extend_token_hash(uint64_t prefix_hash, int32_t token) {
-  unsigned char bytes[sizeof(token)];
-  std::memcpy(bytes, &token, sizeof(token));
-  return XXH3_64bits_withSeed(bytes, sizeof(bytes), prefix_hash);
+  return cache::extend_prefix_hash(prefix_hash, token);
 }
 
 void append_token_hashes(uint64_t prefix_hash, std::span<const int32_t> tokens, std::vector<uint64_t>& out) {

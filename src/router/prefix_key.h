@@ -1,7 +1,7 @@
 // Prefix keys: the chained 64-bit hashes that name every prefix of a request's prompt, so "which
 // replica holds the longest prefix" is a set lookup. Token keys use the same definition as the
-// replica's radix-cache feed (cache/prefix_hash.h: h(p + [t]) = XXH3_64bits_withSeed(le32(t), h(p)),
-// h(empty) = 0), restated here because the router talks to replicas over the wire only. Character keys
+// replica's radix-cache feed: they are computed by cache/prefix_hash.h itself (the one pure header the
+// router takes from cache/), so the router and the replicas cannot drift apart. Character keys
 // hash fixed-size byte blocks the same way, for when no tokenizer is loaded. Pure: any thread.
 #pragma once
 
