@@ -68,9 +68,21 @@ TEST_F(ThreadedEngineTest, ConcurrentSubmitsThenDrain) {
 TEST_F(ThreadedEngineTest, CancelFromAnotherThreadFreesSlots) {
   auto e = make({.kv_tokens = 256, .max_batch_tokens = 16, .prefill_chunk = 8, .max_running = 4});
   Collector col;
-  ASSERT_TRUE(e->submit(greedy_request(1, make_prompt(20, 1), 200), col.sink()).ok());
+  // The sink holds the scheduler thread once 3 tokens are out until the cancel is queued, so the
+  // request cannot run to its 200 tokens first however the threads are scheduled.
+  std::promise<void> cancel_queued;
+  std::shared_future<void> queued = cancel_queued.get_future().share();
+  std::atomic<int> n_seen{0};
+  EventSink inner = col.sink();
+  EventSink sink = [&, inner](StreamEvent&& ev) {
+    const int before = n_seen.fetch_add(static_cast<int>(ev.tokens.size()));
+    inner(std::move(ev));
+    if (before < 3 && n_seen.load() >= 3) queued.wait_for(std::chrono::seconds(60));
+  };
+  ASSERT_TRUE(e->submit(greedy_request(1, make_prompt(20, 1), 200), sink).ok());
   ASSERT_TRUE(wait_for([&] { return col.get(1).tokens.size() >= 3; }));
   std::thread([&] { e->cancel(1); }).join();
+  cancel_queued.set_value();
   ASSERT_TRUE(wait_for([&] { return col.n_final() == 1; }));
   Collected c = col.get(1);
   EXPECT_EQ(c.finish, FinishReason::kCancelled);
