@@ -1,7 +1,8 @@
 // Causal attention over the KV pool. Work items are (sequence, kv head, chunk of query tokens); an
 // item runs the chunk's tokens for every query head sharing that kv head (GQA), so each K/V row is
 // read (and converted from f16) once per item. Keys are visited in tiles with an online softmax:
-// running max m, running sum l, unnormalised accumulator acc, rescaled when the max grows.
+// running max m, running sum l, unnormalised accumulator acc, rescaled when the max grows. Per tile
+// and token, the kernel table's qk/pv tile kernels handle all the token's heads at once.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -48,8 +49,9 @@ void run_item(const OpContext& c, const Item& it, const AttnSeq& sq, const Tenso
   const int64_t n_ctx = static_cast<int64_t>(sq.ctx_slots.size());
   const int64_t n_g = it.g1 - it.g0;
   const int64_t n_rows = (it.t1 - it.t0) * n_g;  // query rows: token-major, head-minor
-  // Scratch: acc [n_rows, hd], m [n_rows], l [n_rows], K/V tiles [kKeyTile, hd], scores [kKeyTile].
-  float* acc = c.ws->thread_f32(thread, static_cast<size_t>(n_rows * (dm.hd + 2) + 2 * kKeyTile * dm.hd + kKeyTile));
+  // Scratch: acc [n_rows, hd], m [n_rows], l [n_rows], K/V tiles [kKeyTile, hd], scores [n_g, kKeyTile].
+  float* acc = c.ws->thread_f32(
+      thread, static_cast<size_t>(n_rows * (dm.hd + 2) + 2 * kKeyTile * dm.hd + n_g * kKeyTile));
   float* mx = acc + n_rows * dm.hd;
   float* sum = mx + n_rows;
   float* k_tile = sum + n_rows;
@@ -70,26 +72,26 @@ void run_item(const OpContext& c, const Item& it, const AttnSeq& sq, const Tenso
     for (int64_t t = it.t0; t < it.t1; ++t) {
       const int64_t lim = std::min(j1, past + t + 1);  // causal: keys [0, past + t]
       if (lim <= j0) continue;
-      for (int64_t g = it.g0; g < it.g1; ++g) {
-        const int64_t row = (t - it.t0) * n_g + (g - it.g0);
-        const int64_t head = it.kv_head * dm.group + g;
-        const float* qv = static_cast<const float*>(q.data) + ((sq.q_begin + t) * dm.n_heads + head) * dm.hd;
-        float tile_max = -std::numeric_limits<float>::infinity();
-        for (int64_t j = j0; j < lim; ++j) {
-          scores[j - j0] = k.dot_f32(qv, k_rows[j - j0], dm.hd) * scale;
-          tile_max = std::max(tile_max, scores[j - j0]);
-        }
-        float* a = acc + row * dm.hd;
+      const int64_t n_k = lim - j0;
+      // The token's heads [g0, g1) are adjacent rows of q and of acc.
+      const int64_t row0 = (t - it.t0) * n_g;
+      const float* qv =
+          static_cast<const float*>(q.data) + ((sq.q_begin + t) * dm.n_heads + it.kv_head * dm.group + it.g0) * dm.hd;
+      k.qk_tile_f32(qv, n_g, k_rows, n_k, dm.hd, scale, scores, kKeyTile);
+      for (int64_t g = 0; g < n_g; ++g) {
+        const int64_t row = row0 + g;
+        float* sg = scores + g * kKeyTile;
+        const float tile_max = *std::max_element(sg, sg + n_k);
         const float m_new = std::max(mx[row], tile_max);
         if (m_new > mx[row]) {
           const float corr = std::exp(mx[row] - m_new);
           sum[row] *= corr;
-          k.scale_f32(corr, a, dm.hd);
+          k.scale_f32(corr, acc + row * dm.hd, dm.hd);
           mx[row] = m_new;
         }
-        sum[row] += k.exp_sub_sum_f32(scores, lim - j0, m_new);
-        for (int64_t j = j0; j < lim; ++j) k.axpy_f32(scores[j - j0], v_rows[j - j0], a, dm.hd);
+        sum[row] += k.exp_sub_sum_f32(sg, n_k, m_new);
       }
+      k.pv_tile_f32(scores, kKeyTile, n_g, v_rows, n_k, dm.hd, acc + row0 * dm.hd);
     }
   }
   for (int64_t t = it.t0; t < it.t1; ++t) {
@@ -122,7 +124,9 @@ void attention(const OpContext& c, const Tensor& q, const Tensor& k_cache, const
   // so every thread gets work (each head re-reads the kv head's rows, which sit in cache).
   int64_t n_pairs = 0;
   for (const AttnSeq& sq : p.seqs) n_pairs += dm.n_kv * ((sq.n_q + kQueryChunk - 1) / kQueryChunk);
-  const int32_t heads_per_item = n_pairs >= 4 * c.pool->n_threads() ? static_cast<int32_t>(dm.group) : 1;
+  // One thread has nothing to balance: it keeps each group together, reading every K/V row once.
+  const int n_threads = c.pool->n_threads();
+  const int32_t heads_per_item = n_threads == 1 || n_pairs >= 4 * n_threads ? static_cast<int32_t>(dm.group) : 1;
   std::vector<Item> items;
   for (size_t s = 0; s < p.seqs.size(); ++s) {
     const AttnSeq& sq = p.seqs[s];

@@ -68,6 +68,13 @@ struct Kernels {
   void (*silu_mul_f32)(const float* g, const float* u, float* y, int64_t n);  // y = silu(g) * u
   void (*add_f32)(const float* a, const float* b, float* y, int64_t n);
   float (*exp_sub_sum_f32)(float* s, int64_t n, float m);  // s[i] = exp(s[i] - m); returns the sum
+  // Attention tiles over n_k key/value rows (rows[j], head_dim hd each) for n_q query rows that
+  // share them (a token's GQA heads). qk: s[g * ld + j] = scale * dot(q + g * hd, rows[j]).
+  // pv: acc[g * hd + d] += sum_j p[g * ld + j] * rows[j][d].
+  void (*qk_tile_f32)(const float* q, int64_t n_q, const float* const* rows, int64_t n_k, int64_t hd, float scale,
+                      float* s, int64_t ld);
+  void (*pv_tile_f32)(const float* p, int64_t ld, int64_t n_q, const float* const* rows, int64_t n_k, int64_t hd,
+                      float* acc);
   // Conversions and float-weight dots.
   void (*f16_to_f32)(const uint16_t* x, float* y, int64_t n);
   void (*f32_to_f16)(const float* x, uint16_t* y, int64_t n);

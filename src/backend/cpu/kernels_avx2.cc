@@ -85,6 +85,70 @@ float exp_sub_sum_f32(float* s, int64_t n, float m) {
   return sum;
 }
 
+// Four keys per pass, their partial sums kept in registers and reduced together (one hadd tree
+// instead of four horizontal sums). Needs hd % 8 == 0; other head sizes take the one-key path.
+void qk_tile_f32(const float* q, int64_t n_q, const float* const* rows, int64_t n_k, int64_t hd, float scale, float* s,
+                 int64_t ld) {
+  const int64_t n_k4 = hd % 8 == 0 ? n_k / 4 * 4 : 0;
+  const __m128 vs = _mm_set1_ps(scale);
+  for (int64_t g = 0; g < n_q; ++g) {
+    const float* qg = q + g * hd;
+    float* sg = s + g * ld;
+    for (int64_t j = 0; j < n_k4; j += 4) {
+      const float *r0 = rows[j], *r1 = rows[j + 1], *r2 = rows[j + 2], *r3 = rows[j + 3];
+      __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+      for (int64_t d = 0; d < hd; d += 8) {
+        const __m256 qv = _mm256_loadu_ps(qg + d);
+        a0 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(r0 + d), a0);
+        a1 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(r1 + d), a1);
+        a2 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(r2 + d), a2);
+        a3 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(r3 + d), a3);
+      }
+      const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
+      const __m128 r = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+      _mm_storeu_ps(sg + j, _mm_mul_ps(r, vs));
+    }
+    for (int64_t j = n_k4; j < n_k; ++j) sg[j] = scale * dot_f32(qg, rows[j], hd);
+  }
+}
+
+// The accumulator row stays in registers across the tile's keys, 32 (then 8) columns at a time, so
+// it is loaded and stored once per tile instead of once per key.
+void pv_tile_f32(const float* p, int64_t ld, int64_t n_q, const float* const* rows, int64_t n_k, int64_t hd,
+                 float* acc) {
+  for (int64_t g = 0; g < n_q; ++g) {
+    const float* pg = p + g * ld;
+    float* ag = acc + g * hd;
+    int64_t d = 0;
+    for (; d + 32 <= hd; d += 32) {
+      __m256 c0 = _mm256_loadu_ps(ag + d), c1 = _mm256_loadu_ps(ag + d + 8);
+      __m256 c2 = _mm256_loadu_ps(ag + d + 16), c3 = _mm256_loadu_ps(ag + d + 24);
+      for (int64_t j = 0; j < n_k; ++j) {
+        const __m256 pj = _mm256_set1_ps(pg[j]);
+        const float* r = rows[j] + d;
+        c0 = _mm256_fmadd_ps(pj, _mm256_loadu_ps(r), c0);
+        c1 = _mm256_fmadd_ps(pj, _mm256_loadu_ps(r + 8), c1);
+        c2 = _mm256_fmadd_ps(pj, _mm256_loadu_ps(r + 16), c2);
+        c3 = _mm256_fmadd_ps(pj, _mm256_loadu_ps(r + 24), c3);
+      }
+      _mm256_storeu_ps(ag + d, c0);
+      _mm256_storeu_ps(ag + d + 8, c1);
+      _mm256_storeu_ps(ag + d + 16, c2);
+      _mm256_storeu_ps(ag + d + 24, c3);
+    }
+    for (; d + 8 <= hd; d += 8) {
+      __m256 c0 = _mm256_loadu_ps(ag + d);
+      for (int64_t j = 0; j < n_k; ++j) c0 = _mm256_fmadd_ps(_mm256_set1_ps(pg[j]), _mm256_loadu_ps(rows[j] + d), c0);
+      _mm256_storeu_ps(ag + d, c0);
+    }
+    for (; d < hd; ++d) {
+      float c = ag[d];
+      for (int64_t j = 0; j < n_k; ++j) c += pg[j] * rows[j][d];
+      ag[d] = c;
+    }
+  }
+}
+
 void f16_to_f32_row(const uint16_t* x, float* y, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
@@ -374,6 +438,8 @@ const Kernels& avx2_table() {
       .silu_mul_f32 = silu_mul_f32,
       .add_f32 = add_f32,
       .exp_sub_sum_f32 = exp_sub_sum_f32,
+      .qk_tile_f32 = qk_tile_f32,
+      .pv_tile_f32 = pv_tile_f32,
       .f16_to_f32 = f16_to_f32_row,
       .f32_to_f16 = f32_to_f16_row,
       .dot_f16_f32 = dot_f16_f32,

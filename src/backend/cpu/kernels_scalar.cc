@@ -40,6 +40,20 @@ float exp_sub_sum_f32(float* s, int64_t n, float m) {
   return sum;
 }
 
+void qk_tile_f32(const float* q, int64_t n_q, const float* const* rows, int64_t n_k, int64_t hd, float scale, float* s,
+                 int64_t ld) {
+  for (int64_t g = 0; g < n_q; ++g) {
+    for (int64_t j = 0; j < n_k; ++j) s[g * ld + j] = scale * dot_f32(q + g * hd, rows[j], hd);
+  }
+}
+
+void pv_tile_f32(const float* p, int64_t ld, int64_t n_q, const float* const* rows, int64_t n_k, int64_t hd,
+                 float* acc) {
+  for (int64_t g = 0; g < n_q; ++g) {
+    for (int64_t j = 0; j < n_k; ++j) axpy_f32(p[g * ld + j], rows[j], acc + g * hd, hd);
+  }
+}
+
 void f16_row_to_f32(const uint16_t* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = fp16_to_f32(x[i]);
 }
@@ -197,6 +211,8 @@ const Kernels& scalar_kernels() {
       .silu_mul_f32 = silu_mul_f32,
       .add_f32 = add_f32,
       .exp_sub_sum_f32 = exp_sub_sum_f32,
+      .qk_tile_f32 = qk_tile_f32,
+      .pv_tile_f32 = pv_tile_f32,
       .f16_to_f32 = f16_row_to_f32,
       .f32_to_f16 = f32_row_to_f16,
       .dot_f16_f32 = dot_f16_f32,

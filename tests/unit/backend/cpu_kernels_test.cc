@@ -4,6 +4,7 @@
 // dequantize-then-f32 within the bound set by the 8-bit activation rounding.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -164,6 +165,64 @@ TEST(CpuKernels, FloatKernelsMatchScalar) {
       s.axpy_f32(0.37f, a.data(), ys.data(), n);
       k->axpy_f32(0.37f, a.data(), yk.data(), n);
       for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(yk[i], ys[i], 1e-6f * (1.0f + std::fabs(ys[i])));
+    }
+  }
+}
+
+// qk/pv tile kernels of every table (scalar included) against a double-precision reference, with
+// the rows scattered through a buffer in shuffled order as the KV pool's slots are.
+TEST(CpuKernels, AttentionTilesMatchDoubleReference) {
+  std::mt19937 rng(11);
+  std::vector<const Kernels*> tables = simd_tables();
+  tables.push_back(&scalar_kernels());
+  for (const Kernels* k : tables) {
+    for (int64_t hd : {8, 12, 64, 72, 128}) {
+      for (int64_t n_q : {1, 3, 8}) {
+        for (int64_t n_k : {1, 3, 4, 5, 64}) {
+          const int64_t ld = n_k + 3;
+          std::vector<float> q = random_floats(rng, n_q * hd, -2.0f, 2.0f);
+          std::vector<float> pool = random_floats(rng, (n_k + 4) * hd, -2.0f, 2.0f);
+          std::vector<int64_t> order(static_cast<size_t>(n_k + 4));
+          for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int64_t>(i);
+          std::shuffle(order.begin(), order.end(), rng);
+          std::vector<const float*> rows(static_cast<size_t>(n_k));
+          for (int64_t j = 0; j < n_k; ++j) rows[static_cast<size_t>(j)] = pool.data() + order[static_cast<size_t>(j)] * hd;
+          std::vector<float> s(static_cast<size_t>(n_q * ld), -7.0f);
+          k->qk_tile_f32(q.data(), n_q, rows.data(), n_k, hd, 0.125f, s.data(), ld);
+          for (int64_t g = 0; g < n_q; ++g) {
+            for (int64_t j = 0; j < ld; ++j) {
+              const float got = s[static_cast<size_t>(g * ld + j)];
+              if (j >= n_k) {
+                EXPECT_EQ(got, -7.0f) << k->name << " wrote past n_k";
+                continue;
+              }
+              double ref = 0.0, mag = 0.0;
+              for (int64_t d = 0; d < hd; ++d) {
+                const double v = static_cast<double>(q[static_cast<size_t>(g * hd + d)]) * rows[static_cast<size_t>(j)][d];
+                ref += v;
+                mag += std::fabs(v);
+              }
+              EXPECT_NEAR(got, 0.125 * ref, 1e-6 * mag) << k->name << " hd " << hd << " n_q " << n_q << " n_k " << n_k;
+            }
+          }
+          std::vector<float> p = random_floats(rng, n_q * ld, 0.0f, 1.0f);
+          std::vector<float> acc = random_floats(rng, n_q * hd, -1.0f, 1.0f);
+          const std::vector<float> acc0 = acc;
+          k->pv_tile_f32(p.data(), ld, n_q, rows.data(), n_k, hd, acc.data());
+          for (int64_t g = 0; g < n_q; ++g) {
+            for (int64_t d = 0; d < hd; ++d) {
+              double ref = acc0[static_cast<size_t>(g * hd + d)], mag = std::fabs(ref);
+              for (int64_t j = 0; j < n_k; ++j) {
+                const double v = static_cast<double>(p[static_cast<size_t>(g * ld + j)]) * rows[static_cast<size_t>(j)][d];
+                ref += v;
+                mag += std::fabs(v);
+              }
+              EXPECT_NEAR(acc[static_cast<size_t>(g * hd + d)], ref, 1e-6 * mag + 1e-7)
+                  << k->name << " hd " << hd << " n_q " << n_q << " n_k " << n_k;
+            }
+          }
+        }
+      }
     }
   }
 }
