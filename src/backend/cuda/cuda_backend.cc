@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "backend/cuda/attention_plan.h"
+#include "backend/cuda/cublas_lazy.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_ops.h"
 #include "backend/cuda/weight_convert.h"
@@ -148,6 +149,7 @@ Result<std::unique_ptr<Backend>> make_cuda_backend(int device) {
   if (device < 0 || device >= n) {
     return make_error(ErrorCode::kUnavailable, "backend cuda: device {} does not exist ({} found)", device, n);
   }
+  KEEL_RETURN_IF_ERROR(load_cublas());
   return std::unique_ptr<Backend>(std::make_unique<CudaBackend>(device));
 }
 
