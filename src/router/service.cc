@@ -153,15 +153,16 @@ void RouterService::poll_load(const ReplicaPtr& r) {
                   .on_data = [body](std::string_view b) {
                     if (body->size() < (4 << 20)) body->append(b);
                   },
-                  .on_done = [r, body, ours_at_send = r->in_flight.load()](UpstreamFailure f, const std::string&) {
+                  .on_done = [r, body, ours_at_send = r->in_flight.load(),
+                              routed_at_send = r->routed_slots.load()](UpstreamFailure f, const std::string&) {
                     if (f != UpstreamFailure::kNone) return;
                     // The replica counted at some moment while the poll was out: compare with the
                     // larger of our counts at both ends, so our own requests are never counted twice.
                     r->set_reported(gauge_value(*body, "keel_num_requests_waiting"),
                                     gauge_value(*body, "keel_num_requests_running"),
                                     std::max(ours_at_send, r->in_flight.load()));
-                    r->kv_used.store(gauge_value(*body, "keel_kv_slots_used"));
-                    r->kv_total.store(gauge_value(*body, "keel_kv_slots_total"));
+                    r->set_kv(gauge_value(*body, "keel_kv_slots_used"), gauge_value(*body, "keel_kv_slots_total"),
+                              routed_at_send);
                   }});
 }
 
