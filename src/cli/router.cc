@@ -111,18 +111,20 @@ int run_router(RouterArgs a) {
                               std::make_shared<std::optional<tokenizer::ChatTemplate>>(std::move(tmpl).value()));
   }
   router::RouterService svc(a.router, std::move(policy).value(), std::move(tenants), std::move(tokenize));
+  std::vector<std::pair<std::string, router::ReplicaLabels>> workers;
   for (const auto& w : a.workers) {
     auto spec = parse_worker(w);
     if (!spec.ok()) return fail(2, spec.status());
-    if (Status st = svc.add_replica(spec->first, spec->second); !st.ok()) return fail(2, st);
+    workers.push_back(std::move(spec).value());
   }
+  if (Status st = svc.load_replicas(workers); !st.ok()) return fail(2, st);
   server::http::Router routes;
   svc.add_routes(routes);
   server::http::HttpServer http(a.http, std::move(routes));
   svc.start();
   if (Status st = http.start(); !st.ok()) return fail(2, st);
   KEEL_LOG_INFO("router on http://{}:{} ({} replicas, policy {}, prefix keys: {})", a.http.host, http.port(),
-                a.workers.size(), a.router.policy, a.model.empty() ? "characters" : "tokens");
+                svc.replicas().snapshot()->size(), a.router.policy, a.model.empty() ? "characters" : "tokens");
   int sig = 0;
   sigwait(&stop_signals, &sig);
   KEEL_LOG_INFO("signal {}: stopping", sig);
@@ -142,6 +144,8 @@ void register_router(CLI::App& app) {
   cmd->add_option("-m,--model", a->model, "GGUF/HF model whose tokenizer keys prefixes (default: character keys)");
   cmd->add_option("--tenants", a->tenants, "Tenants/API keys JSON file (keys stored as SHA-256)");
   cmd->add_option("--admin-key", a->router.admin_key, "Bearer key required on /admin/*");
+  cmd->add_option("--state-file", a->router.state_file,
+                  "Replica set saved here on every admin change and reloaded at start-up (then --workers is not used)");
   cmd->add_option("--host", a->http.host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", a->http.port, "Port to listen on (0 = any free port)")->capture_default_str();
   cmd->add_option("--http-threads", a->http.n_io_threads, "Front-end io threads")->capture_default_str();

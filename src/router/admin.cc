@@ -1,5 +1,6 @@
 // The admin API: list, add, drain and remove replicas at run time (docs/router.md). Bodies are JSON;
-// bad bodies are 400, unknown replicas 404, duplicates 409, a missing or wrong admin key 401.
+// bad bodies are 400, unknown replicas 404, duplicates 409, a missing or wrong admin key 401. Every
+// change is saved to the state file when one is configured (state_file.h).
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -82,6 +83,14 @@ json describe(const Replica& r, const PrefixIndex& index) {
           {"cache_entries", index.exact_live(r.id) ? index.n_exact(r.id) : index.n_approx(r.id)}};
 }
 
+// The change is made; a state file that cannot be rewritten is the operator's to fix (500 says so).
+void respond_saved(RouterService& svc, const ExchangePtr& ex, int status, const json& body) {
+  if (Status s = svc.persist(); !s.ok()) {
+    return respond_error(ex, 500, fmt::format("applied, but the state file was not updated: {}", s.message()));
+  }
+  respond(ex, status, body);
+}
+
 }  // namespace
 
 void register_admin_routes(RouterService& svc, server::http::Router& router) {
@@ -106,14 +115,14 @@ void register_admin_routes(RouterService& svc, server::http::Router& router) {
                if (!labels) return;
                Status s = svc.add_replica((*j)["url"].get<std::string>(), std::move(*labels));
                if (!s.ok()) return respond_error(ex, status_of(s), s.message());
-               respond(ex, 201, {{"added", (*j)["url"]}});
+               respond_saved(svc, ex, 201, {{"added", (*j)["url"]}});
              }));
   router.add("POST", "/admin/replicas/drain", guarded([&svc](const HttpRequest& req, const ExchangePtr& ex) {
                auto j = read_body(req, ex);
                if (!j) return;
                Status s = svc.replicas().drain((*j)["url"].get<std::string>());
                if (!s.ok()) return respond_error(ex, status_of(s), s.message());
-               respond(ex, 200, {{"draining", (*j)["url"]}});
+               respond_saved(svc, ex, 200, {{"draining", (*j)["url"]}});
              }));
   router.add("POST", "/admin/replicas/remove", guarded([&svc](const HttpRequest& req, const ExchangePtr& ex) {
                auto j = read_body(req, ex);
@@ -121,7 +130,7 @@ void register_admin_routes(RouterService& svc, server::http::Router& router) {
                auto removed = svc.replicas().remove((*j)["url"].get<std::string>());
                if (!removed.ok()) return respond_error(ex, status_of(removed.status()), removed.status().message());
                svc.index().forget((*removed)->id);
-               respond(ex, 200, {{"removed", (*j)["url"]}});
+               respond_saved(svc, ex, 200, {{"removed", (*j)["url"]}});
              }));
 }
 

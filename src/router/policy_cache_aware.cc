@@ -17,8 +17,12 @@
 // Among eligible candidates the longest match wins (ties: lower load), so a hot prefix whose holder is
 // full goes to the next-best-matching replica (which then caches it too), not to the globally least
 // loaded; with no useful match (below min_match_ratio of the prompt) the eligible replica with the
-// most free cache wins. When no candidate keeps the bound, the least loaded ones are eligible.
+// most free cache wins (the replica's polled free slots less what the router sent it since that poll,
+// replica.h), then the lower load; candidates still tied take turns (a rotating start), so new
+// prefixes arriving one by one spread over equally free, equally idle replicas instead of all going to
+// the first one listed. When no candidate keeps the bound, the least loaded ones are eligible.
 #include <algorithm>
+#include <atomic>
 #include <limits>
 
 #include "router/policy.h"
@@ -81,7 +85,9 @@ class CacheAware final : public Policy {
       return {.index = best, .decision = spilled ? Decision::kImbalance : Decision::kCacheHit};
     }
     int32_t roomiest = -1;
-    for (size_t i = 0; i < c.size(); ++i) {
+    const size_t start = turn_.fetch_add(1, std::memory_order_relaxed) % c.size();
+    for (size_t k = 0; k < c.size(); ++k) {
+      const size_t i = (start + k) % c.size();
       if (!eligible(c[i])) continue;
       if (roomiest < 0 || more_room(c[i], c[static_cast<size_t>(roomiest)])) roomiest = static_cast<int32_t>(i);
     }
@@ -106,6 +112,7 @@ class CacheAware final : public Policy {
   }
 
   CacheAwareConfig config_;
+  std::atomic<uint64_t> turn_{0};  // start of the free-cache scan
 };
 
 }  // namespace

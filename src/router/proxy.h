@@ -67,6 +67,7 @@ class ProxyRequest : public std::enable_shared_from_this<ProxyRequest> {
   bool stream_ = false;
   bool resumable_ = false;
   PrefixIndex::KeysPtr keys_ = std::make_shared<const std::vector<uint64_t>>();  // prefix keys of the prompt
+  int64_t slots_per_key_ = 1;  // KV slots (tokens) one key stands for: 1 for token keys, estimated for character blocks
   std::vector<ReplicaId> tried_;
   int32_t n_attempts_ = 0;
   int32_t n_retries_ = 0;

@@ -47,6 +47,9 @@ std::string prompt_text(ProxyKind kind, const json& body) {
   }
   return out;
 }
+// Rough bytes per token of English text, to estimate the KV slots a character block will take.
+constexpr int32_t kBytesPerToken = 4;
+
 }  // namespace
 
 bool ProxyRequest::admit() {
@@ -118,6 +121,7 @@ void ProxyRequest::compute_keys() {
   }
   keys_ = std::make_shared<const std::vector<uint64_t>>(
       char_prefix_hashes(prompt_text(kind_, body_), svc_.config().char_block_bytes));
+  slots_per_key_ = std::max(1, svc_.config().char_block_bytes / kBytesPerToken);
 }
 
 ReplicaPtr ProxyRequest::choose() {
@@ -161,7 +165,11 @@ ReplicaPtr ProxyRequest::choose() {
   chosen->breaker.allow(now_ms);  // takes the half-open probe slot when probing
   svc_.count_decision(pick.decision);
   if (prefix) {
-    chosen->cache_hit_keys.fetch_add(views[static_cast<size_t>(pick.index)].match, std::memory_order_relaxed);
+    const int64_t matched = views[static_cast<size_t>(pick.index)].match;
+    // Until the next poll reports it, the free cache the next decisions see is less what this prompt adds.
+    chosen->routed_slots.fetch_add((static_cast<int64_t>(keys_->size()) - matched) * slots_per_key_,
+                                   std::memory_order_relaxed);
+    chosen->cache_hit_keys.fetch_add(matched, std::memory_order_relaxed);
     chosen->prompt_keys.fetch_add(static_cast<int64_t>(keys_->size()), std::memory_order_relaxed);
     if (!svc_.index().exact_live(chosen->id)) svc_.index().record_routed(chosen->id, *keys_);
     svc_.index().add_in_flight(chosen->id, keys_);  // removed in release_replica

@@ -40,11 +40,18 @@ void Replica::set_reported(int64_t queued_now, int64_t running_now, int64_t ours
   external.store(std::min(excess, excess_prev.exchange(excess, std::memory_order_relaxed)), std::memory_order_relaxed);
 }
 
+void Replica::set_kv(int64_t used, int64_t total, int64_t routed_at_send) {
+  kv_used.store(used, std::memory_order_relaxed);
+  kv_total.store(total, std::memory_order_relaxed);
+  routed_slots_polled.store(routed_at_send, std::memory_order_relaxed);
+}
+
 int64_t Replica::free_cache(int64_t fallback_entries) const {
   int64_t total = kv_total.load(std::memory_order_relaxed);
   int64_t used = kv_used.load(std::memory_order_relaxed);
-  if (total >= 0 && used >= 0) return total - used;
-  return -fallback_entries;
+  if (total < 0 || used < 0) return -fallback_entries;
+  const int64_t unpolled = routed_slots.load(std::memory_order_relaxed) - routed_slots_polled.load(std::memory_order_relaxed);
+  return total - used - std::max<int64_t>(unpolled, 0);
 }
 
 Result<ReplicaPtr> ReplicaSet::add(std::string_view url_in, ReplicaLabels labels) {

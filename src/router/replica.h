@@ -60,6 +60,11 @@ class Replica {
   std::atomic<int64_t> running{-1};
   std::atomic<int64_t> kv_used{-1};
   std::atomic<int64_t> kv_total{-1};
+  // KV slots the router's requests may have added here (estimated from their uncached prefix keys),
+  // counted up at routing, and that count when the last completed poll was sent: what was routed in
+  // between is not in kv_used yet, so free_cache() takes it off (a poll lags like the load does).
+  std::atomic<int64_t> routed_slots{0};
+  std::atomic<int64_t> routed_slots_polled{0};
 
   // Counters for /metrics.
   std::atomic<int64_t> n_requests{0};
@@ -72,7 +77,10 @@ class Replica {
   int64_t load() const;  // in_flight + external
   // Records a polled report; `ours` = the router's in-flight count there while the poll was out.
   void set_reported(int64_t queued_now, int64_t running_now, int64_t ours);
-  // Free KV slots if reported, else minus `fallback_entries`.
+  // Records a polled KV report; `routed_at_send` = routed_slots when that poll was sent.
+  void set_kv(int64_t used, int64_t total, int64_t routed_at_send);
+  // Free KV slots if reported (less what the router sent here since that report), else minus
+  // `fallback_entries`.
   int64_t free_cache(int64_t fallback_entries) const;
 };
 

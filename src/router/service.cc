@@ -7,6 +7,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "router/state_file.h"
 
 namespace keel::router {
 
@@ -71,6 +72,29 @@ Status RouterService::add_replica(std::string_view url, ReplicaLabels labels) {
   KEEL_ASSIGN_OR_RETURN(ReplicaPtr r, replicas_.add(url, std::move(labels)));
   if (started_.load()) start_feed(r);
   return {};
+}
+
+Status RouterService::load_replicas(const std::vector<std::pair<std::string, ReplicaLabels>>& workers) {
+  std::optional<std::vector<SavedReplica>> saved;
+  if (!config_.state_file.empty()) {
+    KEEL_ASSIGN_OR_RETURN(saved, load_state_file(config_.state_file));
+  }
+  if (saved) {
+    for (const SavedReplica& r : *saved) {
+      KEEL_RETURN_IF_ERROR(add_replica(r.url, r.labels));
+      if (r.draining) KEEL_RETURN_IF_ERROR(replicas_.drain(r.url));
+    }
+    KEEL_LOG_INFO("{} replicas from the state file {} (--workers not used)", saved->size(), config_.state_file);
+  } else {
+    for (const auto& [url, labels] : workers) KEEL_RETURN_IF_ERROR(add_replica(url, labels));
+  }
+  return persist();
+}
+
+Status RouterService::persist() {
+  if (config_.state_file.empty()) return {};
+  std::lock_guard lock(persist_mu_);
+  return save_state_file(config_.state_file, *replicas_.snapshot());
 }
 
 void RouterService::start_feed(const ReplicaPtr& r) {
@@ -153,15 +177,16 @@ void RouterService::poll_load(const ReplicaPtr& r) {
                   .on_data = [body](std::string_view b) {
                     if (body->size() < (4 << 20)) body->append(b);
                   },
-                  .on_done = [r, body, ours_at_send = r->in_flight.load()](UpstreamFailure f, const std::string&) {
+                  .on_done = [r, body, ours_at_send = r->in_flight.load(),
+                              routed_at_send = r->routed_slots.load()](UpstreamFailure f, const std::string&) {
                     if (f != UpstreamFailure::kNone) return;
                     // The replica counted at some moment while the poll was out: compare with the
                     // larger of our counts at both ends, so our own requests are never counted twice.
                     r->set_reported(gauge_value(*body, "keel_num_requests_waiting"),
                                     gauge_value(*body, "keel_num_requests_running"),
                                     std::max(ours_at_send, r->in_flight.load()));
-                    r->kv_used.store(gauge_value(*body, "keel_kv_slots_used"));
-                    r->kv_total.store(gauge_value(*body, "keel_kv_slots_total"));
+                    r->set_kv(gauge_value(*body, "keel_kv_slots_used"), gauge_value(*body, "keel_kv_slots_total"),
+                              routed_at_send);
                   }});
 }
 

@@ -48,6 +48,7 @@ struct RouterConfig {
   int32_t char_block_bytes = 64;          // prefix key granularity without a tokenizer
   int64_t max_approx_entries = 1 << 20;   // per replica
   std::string admin_key;                  // required as Bearer on /admin/* when set
+  std::string state_file;                 // replica set saved here on every admin change (state_file.h)
   std::string region_header = "X-Keel-Region";
   bool access_log = true;
 
@@ -73,6 +74,11 @@ class RouterService {
   ~RouterService();
 
   Status add_replica(std::string_view url, ReplicaLabels labels);
+  // The replica set at start-up: from the state file when it exists (then `workers` are not used:
+  // admin removals and labels survive a restart), else `workers`; then the state file is written.
+  Status load_replicas(const std::vector<std::pair<std::string, ReplicaLabels>>& workers);
+  // Rewrites the state file (if configured) from the current replica set.
+  Status persist();
   void add_routes(server::http::Router& router);
   void start();
   void stop();
@@ -116,6 +122,7 @@ class RouterService {
   server::Histogram* decision_s_ = nullptr;
   std::atomic<int64_t> decisions_[kNumDecisions] = {};
   std::mutex decision_mu_;
+  std::mutex persist_mu_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> started_{false};
   std::atomic<uint64_t> next_request_{1};

@@ -1,7 +1,8 @@
 """`keel router` end to end: three real `keel serve` replicas (SmolLM2, CPU, one thread each) behind a
 real router process, driven by the official openai client. Covers prefix routing (checked against the
 replicas' own cached-token counts), tenants and rate limits, the admin API, bad input, router restart
-(cache map rebuilt from the replicas' event streams) and, last, SIGKILL of a replica under load."""
+(cache map rebuilt from the replicas' event streams; admin changes kept in the state file) and, last,
+SIGKILL of a replica under load."""
 import concurrent.futures
 import hashlib
 import json
@@ -277,6 +278,18 @@ def test_region_header_prefers_local_replicas(keel_bin, replicas):
         stop(proc)
 
 
+def wait_cache_map(base: str, urls: list[str], deadline: float) -> dict:
+    """Polls until the router's exact map for every replica equals the replica's own KV use."""
+    while True:
+        _, body = admin("GET", base, "/admin/replicas")
+        entries = {r["url"]: (r["cache_source"], r["cache_entries"]) for r in body["replicas"]}
+        expected = {u: ("exact", int(replica_metric(u, "keel_kv_slots_used"))) for u in urls}
+        if entries == expected or time.time() > deadline:
+            assert entries == expected
+            return body
+        time.sleep(0.05)
+
+
 def test_router_restart_rebuilds_the_cache_map_from_replicas(keel_bin, model_path, replicas):
     urls = replicas[0]
     base, proc = start_router(keel_bin, urls, model_path=model_path)
@@ -287,21 +300,61 @@ def test_router_restart_rebuilds_the_cache_map_from_replicas(keel_bin, model_pat
     t0 = time.time()
     base, proc = start_router(keel_bin, urls, model_path=model_path, port=port)
     try:
-        deadline = t0 + 60
-        while time.time() < deadline:
-            _, body = admin("GET", base, "/admin/replicas")
-            entries = {r["url"]: (r["cache_source"], r["cache_entries"]) for r in body["replicas"]}
-            expected = {u: ("exact", int(replica_metric(u, "keel_kv_slots_used"))) for u in urls}
-            if entries == expected:
-                break
-            time.sleep(0.05)
-        rebuilt_s = time.time() - t0
-        assert entries == expected
-        print(f"cache map rebuilt {rebuilt_s:.2f} s after the restart began")
+        wait_cache_map(base, urls, t0 + 60)
+        print(f"cache map rebuilt {time.time() - t0:.2f} s after the restart began")
         again, resp = chat(client_for(base), system, "second")
         assert again == holder and resp.usage.prompt_tokens_details.cached_tokens >= 80
     finally:
         stop(proc)
+
+
+def test_router_restarts_with_its_admin_replica_set_from_the_state_file(keel_bin, model_path, replicas, tmp_path):
+    """Admin changes survive SIGKILL of the router: the state file brings back the replicas (labels, drain
+    state), not only --workers, and the exact cache map is rebuilt so routing follows an existing prefix."""
+    urls = replicas[0]
+    state = tmp_path / "router-state.json"
+    base, proc = start_router(keel_bin, urls[:2], "--state-file", str(state), model_path=model_path)
+    port = int(base.rsplit(":", 1)[1])
+    try:
+        assert admin("POST", base, "/admin/replicas", {"url": urls[2], "labels": {"region": "eu", "cloud": "gcp"}})[0] == 201
+        assert admin("POST", base, "/admin/replicas/drain", {"url": urls[1]})[0] == 200
+        deadline = time.time() + 30  # the added replica serves once its first health check passed
+        while not any(r["url"] == urls[2] and r["healthy"] for r in admin("GET", base, "/admin/replicas")[1]["replicas"]):
+            assert time.time() < deadline
+            time.sleep(0.05)
+        systems = [f"You are state test {i}. " + " ".join(f"Fact {k}: the lake is cold in month {k}." for k in range(10))
+                   for i in range(2)]
+        holders = [chat(client_for(base), s, "first")[0] for s in systems]
+        assert set(holders) <= {urls[0], urls[2]}
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    finally:
+        stop(proc)
+    t0 = time.time()
+    base, proc = start_router(keel_bin, urls[:2], "--state-file", str(state), model_path=model_path, port=port)
+    try:
+        body = wait_cache_map(base, urls, t0 + 60)
+        print(f"replica set and exact cache map back {time.time() - t0:.2f} s after the restart began")
+        listed = {r["url"]: r for r in body["replicas"]}
+        assert set(listed) == set(urls)
+        assert listed[urls[1]]["state"] == "draining" and listed[urls[0]]["state"] == "active"
+        assert listed[urls[2]]["labels"] == {"region": "eu", "cloud": "gcp", "pool": ""}
+        for system, holder in zip(systems, holders):
+            again, resp = chat(client_for(base), system, "second")
+            assert again == holder and resp.usage.prompt_tokens_details.cached_tokens >= 80
+    finally:
+        stop(proc)
+
+
+@pytest.mark.parametrize("text,message", [("{not json", "not a JSON object"),
+                                          ('{"version": 1, "replicas": [{"url": "http://x"}]}', "host:port")])
+def test_malformed_state_file_is_refused_with_a_clear_error(keel_bin, replicas, tmp_path, text, message):
+    state = tmp_path / "bad.json"
+    state.write_text(text)
+    proc = subprocess.run([keel_bin, "router", "--port", "0", "--workers", replicas[0][0], "--state-file", str(state)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0
+    assert str(state) in proc.stderr and message in proc.stderr
 
 
 def _stream(client, prompt, max_tokens, started=None):

@@ -91,6 +91,27 @@ MaybeError read_stream_fields(FieldReader& r, GenerationParams& p) {
   return s.finish();
 }
 
+// Fields sglang-router 0.3.2 adds to every request it forwards (it re-serialises SGLang's own request
+// type). Each is accepted only at the value that asks for what keel does anyway; any other value is a
+// 400 naming the field, and every other unknown field stays a 400 (docs/api.md, "Peer-router fields").
+MaybeError read_peer_router_fields(FieldReader& r, bool chat) {
+  struct Peer {
+    const char* key;
+    bool keel_behaviour;
+    bool chat_only;
+  };
+  static constexpr Peer kPeers[] = {{"no_stop_trim", false, false},         {"skip_special_tokens", true, false},
+                                    {"return_hidden_states", false, false}, {"continue_final_message", false, true},
+                                    {"separate_reasoning", true, true},     {"stream_reasoning", true, true}};
+  for (const Peer& p : kPeers) {
+    if (p.chat_only && !chat) continue;
+    KEEL_API_TRY(r.accept_only_default(
+        p.key, p.keel_behaviour,
+        fmt::format("SGLang field accepted only as {} (what keel does); other values are not supported", p.keel_behaviour)));
+  }
+  return {};
+}
+
 MaybeError read_model(FieldReader& r, std::string& model) {
   if (!r.has("model")) return param_error(r.name("model"), "is required");
   KEEL_API_TRY(r.read_string("model", model));
@@ -249,6 +270,7 @@ ApiResult<ChatRequest> parse_chat_request(std::string_view body, const ParseLimi
   KEEL_API_TRY(read_stream_fields(r, p));
   KEEL_API_TRY(read_response_format(r, p));
   KEEL_API_TRY(read_grammar_fields(r, false, p));
+  KEEL_API_TRY(read_peer_router_fields(r, true));
   r.ignore("user");
   KEEL_API_TRY(r.finish());
   return req;
@@ -288,6 +310,7 @@ ApiResult<CompletionRequest> parse_completion_request(std::string_view body, con
                       .param = "best_of"};
     }
   }
+  KEEL_API_TRY(read_peer_router_fields(r, false));
   r.ignore("user");
   KEEL_API_TRY(r.finish());
   return req;

@@ -70,6 +70,25 @@ TEST(CacheAware, NoUsefulMatchGoesToMostFreeCache) {
   EXPECT_EQ(pick.decision, Decision::kFreeCache);
 }
 
+// New prefixes one at a time (nothing in flight, nothing matched) on replicas that look equally free,
+// as between two polls: each must go to a different replica, not all to the first one listed (the
+// e2e test saw three prefixes land on one replica this way).
+TEST(CacheAware, SequentialNewPrefixesOnEquallyFreeReplicasSpread) {
+  auto p = make_cache_aware({});
+  std::vector<CandidateView> c(3, CandidateView{.load = 0, .match = 0, .free_cache = 1894});
+  std::vector<int32_t> picks;
+  for (int i = 0; i < 3; ++i) {
+    Pick pick = p->pick({.n_keys = 120}, c);
+    EXPECT_EQ(pick.decision, Decision::kFreeCache);
+    picks.push_back(pick.index);
+  }
+  std::sort(picks.begin(), picks.end());
+  EXPECT_EQ(picks, (std::vector<int32_t>{0, 1, 2}));
+  // Turns only break ties: a replica with more free cache still wins every time.
+  c[2].free_cache = 1900;
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(p->pick({.n_keys = 120}, c).index, 2);
+}
+
 TEST(CacheAware, ImbalanceBeyondBothThresholdsFallsBackToLeastLoaded) {
   auto p = make_cache_aware({.balance_abs_threshold = 4, .balance_rel_threshold = 1.5});
   // Within the absolute margin: affinity wins.

@@ -194,6 +194,30 @@ TEST(ChatParse, UnknownFieldsAreRejected) {
   expect_rejected(chat(with(chat_base(), "tools", json::array())), "tools", "tools");
 }
 
+// What sglang-router 0.3.2 adds to a chat request it forwards (captured from its upstream traffic):
+// accepted at these values, a 400 naming the field at any other, and still no other unknown field.
+TEST(ChatParse, PeerRouterFieldsOnlyAtKeelsOwnBehaviour) {
+  json forwarded = chat_base();
+  for (auto [key, value] : std::vector<std::pair<std::string, bool>>{{"no_stop_trim", false},
+                                                                     {"continue_final_message", false},
+                                                                     {"skip_special_tokens", true},
+                                                                     {"separate_reasoning", true},
+                                                                     {"stream_reasoning", true},
+                                                                     {"return_hidden_states", false}}) {
+    forwarded[key] = value;
+    auto flipped = chat(with(chat_base(), key, !value));
+    ASSERT_FALSE(flipped.ok()) << key;
+    EXPECT_EQ(flipped.error().param, key);
+    EXPECT_EQ(flipped.error().status.code(), ErrorCode::kUnsupported) << key;
+    auto number = chat(with(chat_base(), key, value ? 1 : 0));  // a number is not the default bool
+    ASSERT_FALSE(number.ok()) << key;
+    EXPECT_EQ(number.error().param, key);
+  }
+  EXPECT_TRUE(chat(forwarded).ok()) << forwarded.dump();
+  expect_rejected(chat(with(forwarded, "no_stop_trimm", false)), "no_stop_trimm", "typo of a peer field");
+  expect_rejected(chat(with(chat_base(), "background", false)), "background", "not a field sglang-router sends");
+}
+
 TEST(ChatParse, Messages) {
   auto parts = json::array({{{"type", "text"}, {"text", "a"}}, {{"type", "text"}, {"text", "b"}}});
   auto r = chat(with(chat_base(), "messages",
@@ -334,9 +358,17 @@ TEST(CompletionParse, CompletionOnlyFields) {
     EXPECT_EQ(r.error().param, key);
   }
   EXPECT_TRUE(completion(with(completion_base(), "echo", false)).ok());
+  EXPECT_FALSE(completion(with(completion_base(), "continue_final_message", false)).ok());  // chat only
   EXPECT_TRUE(completion(with(completion_base(), "best_of", 1)).ok());
   EXPECT_TRUE(completion(with(completion_base(), "suffix", nullptr)).ok());
-  for (auto [key, value] : std::vector<std::pair<std::string, json>>{{"echo", true}, {"suffix", "x"}, {"best_of", 2}}) {
+  json forwarded = with(with(with(completion_base(), "no_stop_trim", false), "skip_special_tokens", true),
+                        "return_hidden_states", false);
+  EXPECT_TRUE(completion(forwarded).ok());  // what sglang-router 0.3.2 sends for a completion
+  for (auto [key, value] : std::vector<std::pair<std::string, json>>{{"echo", true},
+                                                                     {"suffix", "x"},
+                                                                     {"best_of", 2},
+                                                                     {"no_stop_trim", true},
+                                                                     {"skip_special_tokens", false}}) {
     auto r = completion(with(completion_base(), key, value));
     ASSERT_FALSE(r.ok()) << key;
     EXPECT_EQ(r.error().status.code(), ErrorCode::kUnsupported) << key;

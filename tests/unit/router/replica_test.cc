@@ -1,0 +1,46 @@
+// Replica's load and free-cache signals: a poll lags the router's own decisions, so what the router
+// sent since a poll was sent is added to (load) or taken off (free cache) the polled figures.
+#include <gtest/gtest.h>
+
+#include "router/replica.h"
+
+namespace keel::router {
+namespace {
+
+Replica make_replica() {
+  return Replica(1, "http://127.0.0.1:1", Endpoint{.host = "127.0.0.1", .port = 1}, {}, BreakerConfig{});
+}
+
+TEST(Replica, FreeCacheFallsBackToMinusIndexEntriesUntilPolled) {
+  Replica r = make_replica();
+  EXPECT_EQ(r.free_cache(40), -40);
+  r.set_kv(100, 1000, 0);
+  EXPECT_EQ(r.free_cache(40), 900);
+}
+
+// Three new prompts routed to one replica before its next poll: without the router's own count the
+// replica would still look as free as before and win every tie (all three prefixes on one replica).
+TEST(Replica, FreeCacheTakesOffWhatWasRoutedSinceThePollWasSent) {
+  Replica r = make_replica();
+  r.set_kv(100, 1000, r.routed_slots.load());
+  r.routed_slots.fetch_add(120);
+  EXPECT_EQ(r.free_cache(0), 780);
+  const int64_t at_send = r.routed_slots.load();  // a poll goes out now ...
+  r.routed_slots.fetch_add(50);                    // ... another prompt is routed while it is out ...
+  r.set_kv(220, 1000, at_send);                    // ... and the report includes the first prompt only
+  EXPECT_EQ(r.free_cache(0), 730);
+  r.set_kv(270, 1000, r.routed_slots.load());
+  EXPECT_EQ(r.free_cache(0), 730);
+}
+
+TEST(Replica, LoadAddsOnlyTrafficTheRouterDidNotSendPersistingTwoPolls) {
+  Replica r = make_replica();
+  r.in_flight.store(2);
+  r.set_reported(1, 4, 2);  // 3 more than ours, first poll: not yet counted
+  EXPECT_EQ(r.load(), 2);
+  r.set_reported(1, 4, 2);
+  EXPECT_EQ(r.load(), 5);
+}
+
+}  // namespace
+}  // namespace keel::router
