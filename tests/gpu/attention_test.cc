@@ -1,12 +1,15 @@
 // CUDA attention against the CPU backend over a token-granular KV pool with shuffled slots: prefill
 // (no prefix), a cached prefix plus a new chunk, batched decode with long contexts (split-KV), mixed
-// batches; MHA and GQA, head_dim 64/72/128/256; f32 and bf16. Outputs poisoned first.
+// batches; MHA and GQA, head_dim 64/72/128/256; f32 and bf16. Outputs poisoned first. The bf16
+// prefill cases with head_dim 64/128 and a group dividing 64 run the tensor-core kernel
+// (attention_tc.cu); TensorCorePrefill checks that its plan is chosen for each shape it runs.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 
+#include "backend/cuda/attention_plan.h"
 #include "gpu_test_util.h"
 
 namespace keel::gpu_test {
@@ -100,6 +103,48 @@ TEST_P(AttentionTest, DecodeLongContextsSplitKv) {
 TEST_P(AttentionTest, MixedPrefillAndDecode) {
   check({32, 8, 128}, {{0, 50}, {300, 1}, {2000, 1}, {40, 31}, {0, 1}}, "mixed");
   check({14, 2, 64}, {{5000, 3}, {0, 2}}, "mixed long");
+}
+
+// Whether CudaBackend plans these shapes for the tensor-core kernel (bf16, no graph step).
+bool plans_tensor_cores(Heads h, const std::vector<SeqShape>& shapes) {
+  std::vector<std::vector<int32_t>> ctx(shapes.size());
+  std::vector<backend::AttnSeq> seqs;
+  int q_begin = 0;
+  for (size_t s = 0; s < shapes.size(); ++s) {
+    ctx[s].resize(static_cast<size_t>(shapes[s].n_past + shapes[s].n_q));
+    std::iota(ctx[s].begin(), ctx[s].end(), 0);
+    seqs.push_back({.q_begin = q_begin, .n_q = shapes[s].n_q, .ctx_slots = ctx[s]});
+    q_begin += shapes[s].n_q;
+  }
+  const backend::AttentionParams p{.scale = 1.0f, .seqs = seqs};
+  backend::cuda::AttentionPlan plan;
+  backend::cuda::plan_attention(p, h.n_heads, h.n_kv, h.hd, true, 132, false, plan);
+  return plan.tensor_cores;
+}
+
+// The tensor-core prefill kernel: every GQA group size it takes (1..64), head_dim 64 and 128, odd
+// lengths (partial row blocks and key tiles), cached prefix + chunk, long contexts, batches of
+// sequences, decode sequences riding along in a prefill batch.
+TEST_P(AttentionTest, TensorCorePrefill) {
+  if (GetParam() != DType::kBF16) GTEST_SKIP() << "bf16 only";
+  const Heads heads[] = {{4, 4, 64}, {8, 4, 64}, {8, 2, 128}, {32, 8, 128}, {16, 2, 64}, {64, 1, 128}, {32, 1, 64}};
+  const std::vector<std::vector<SeqShape>> cases = {
+      {{0, 16}}, {{0, 17}}, {{0, 63}}, {{0, 129}}, {{100, 20}}, {{1, 31}, {0, 16}, {200, 65}}};
+  for (Heads h : heads) {
+    for (const auto& c : cases) {
+      EXPECT_TRUE(plans_tensor_cores(h, c)) << h.n_heads << "/" << h.n_kv << " hd " << h.hd;
+      check(h, c, "tensor-core prefill");
+    }
+  }
+  const Heads llama = {32, 8, 128};
+  check(llama, {{0, 777}}, "prefill 777");
+  check(llama, {{0, 300}, {3000, 1}, {17, 1}, {500, 40}}, "prefill with decode rows");
+  check({8, 2, 128}, {{6000, 100}}, "prefix 6000 + 100");
+  check({8, 2, 64}, {{0, 2500}}, "prefill 2500");
+  // Shapes the kernel does not take keep the CUDA-core kernel.
+  EXPECT_FALSE(plans_tensor_cores(llama, {{0, 15}, {100, 1}}));
+  EXPECT_FALSE(plans_tensor_cores({6, 3, 72}, {{0, 64}}));
+  EXPECT_FALSE(plans_tensor_cores({40, 2, 128}, {{0, 64}}));
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 // With n_splits > 1 each split writes (acc, m, l) and combine_kernel merges them.
 #include <cfloat>
 
+#include "backend/cuda/attention_tc.h"
 #include "backend/cuda/dtype_util.cuh"
 #include "backend/cuda/launch_check.h"
 
@@ -289,10 +290,15 @@ void allow_smem() {
 void attention_set_smem_limits() {
   allow_smem<float, 8>();
   allow_smem<__nv_bfloat16, 8>();
+  attention_tc_set_smem_limits();
 }
 
 void launch_attention(const AttnLaunch& p, ActType t, cudaStream_t s) {
   if (p.n_items == 0) return;
+  if (p.tensor_cores) {
+    launch_attention_tc(p, s);
+    return;
+  }
   dispatch_act(t, [&](auto tag) { launch_for_dims<decltype(tag)>(p, s); });
 }
 

@@ -1,12 +1,64 @@
 #include "backend/cuda/attention_plan.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "backend/cuda/attention_tc.h"
 
 namespace keel::backend::cuda {
 
-void plan_attention(const AttentionParams& p, int n_heads, int n_kv, int n_sm, bool fixed_grid, AttentionPlan& plan) {
+namespace {
+
+bool tc_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("KEEL_CUDA_ATTN_TC");
+    return v == nullptr || std::strcmp(v, "0") != 0;
+  }();
+  return on;
+}
+
+// Tensor-core items: kAttnTcRows / group tokens x the whole group each; the longest key ranges first,
+// so the causal tail of the grid is made of short items.
+void plan_tc(const AttentionParams& p, int n_heads, int n_kv, AttentionPlan& plan) {
+  const int group = n_heads / n_kv;
+  const int tokens_per_item = kAttnTcRows / group;
+  int max_keys = 0;
+  for (size_t s = 0; s < p.seqs.size(); ++s) {
+    const AttnSeq& sq = p.seqs[s];
+    max_keys = std::max(max_keys, static_cast<int>(sq.ctx_slots.size()));
+    for (int kvh = 0; kvh < n_kv; ++kvh) {
+      for (int t0 = 0; t0 < sq.n_q; t0 += tokens_per_item) {
+        plan.items.push_back({static_cast<int32_t>(s), kvh, t0, std::min(sq.n_q, t0 + tokens_per_item), 0, group});
+      }
+    }
+  }
+  auto keys = [&](const AttnItem& it) {
+    const AttnSeq& sq = p.seqs[static_cast<size_t>(it.seq)];
+    return static_cast<int>(sq.ctx_slots.size()) - sq.n_q + it.t1;
+  };
+  std::stable_sort(plan.items.begin(), plan.items.end(),
+                   [&](const AttnItem& a, const AttnItem& b) { return keys(a) > keys(b); });
+  plan.n_splits = plan.grid_splits = 1;
+  plan.split_len = std::max(32, (max_keys + 31) / 32 * 32);
+  plan.tensor_cores = true;
+}
+
+}  // namespace
+
+void plan_attention(const AttentionParams& p, int n_heads, int n_kv, int head_dim, bool bf16, int n_sm,
+                    bool fixed_grid, AttentionPlan& plan) {
   plan.items.clear();
   plan.n_splits = 1;
+  plan.tensor_cores = false;
+  if (bf16 && !fixed_grid && attention_tc_supports(n_heads, n_kv, head_dim) && tc_enabled()) {
+    const bool prefill = std::any_of(p.seqs.begin(), p.seqs.end(),
+                                     [](const AttnSeq& sq) { return sq.n_q >= kAttnTcMinTokens; });
+    if (prefill) {
+      plan_tc(p, n_heads, n_kv, plan);
+      return;
+    }
+  }
   const int group = n_heads / n_kv;
   const int heads_per_item = std::min(group, kAttnRowsPerBlock);
   const int tokens_per_item = std::max(1, kAttnRowsPerBlock / heads_per_item);

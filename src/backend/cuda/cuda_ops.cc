@@ -198,7 +198,8 @@ void CudaBackend::attention(const Tensor& q, const Tensor& k_cache, const Tensor
     }
     ctx_bytes += sq.ctx_slots.size_bytes();
   }
-  plan_attention(p, static_cast<int>(n_heads), static_cast<int>(n_kv), n_sm_, graph_plan_, plan_);
+  plan_attention(p, static_cast<int>(n_heads), static_cast<int>(n_kv), static_cast<int>(hd), q.dtype == DType::kBF16,
+                 n_sm_, graph_plan_, plan_);
   const AttentionPlan& plan = plan_;
   if (plan.items.empty()) return;
   std::vector<AttnSeqDev>& seqs = plan_seqs_;
@@ -223,7 +224,7 @@ void CudaBackend::attention(const Tensor& q, const Tensor& k_cache, const Tensor
                .n_kv = static_cast<int>(n_kv), .head_dim = static_cast<int>(hd), .scale = p.scale,
                .n_splits = plan.grid_splits, .split_len = plan.split_len,
                .split_len_dev = graph_plan_ ? staging_->stage(std::span<const int32_t>(&plan_.split_len, 1)) : nullptr,
-               .partial_acc = nullptr, .partial_ml = nullptr};
+               .partial_acc = nullptr, .partial_ml = nullptr, .tensor_cores = plan.tensor_cores};
   if (plan.grid_splits > 1) {
     const size_t rows = static_cast<size_t>(plan.grid_splits) * static_cast<size_t>(n * n_heads);
     float* scratch = attention_partials(rows * (static_cast<size_t>(hd) + 2));
@@ -232,7 +233,7 @@ void CudaBackend::attention(const Tensor& q, const Tensor& k_cache, const Tensor
   }
   const ActType at = act_type(q, "attention");
   if (skip_launch(l.q, l.k_cache, l.v_cache, l.out, l.items, l.seqs, l.n_items, l.n_tokens, l.n_heads, l.n_kv,
-                  l.head_dim, l.scale, l.n_splits, l.split_len_dev, l.partial_acc, l.partial_ml, at)) {
+                  l.head_dim, l.scale, l.n_splits, l.split_len_dev, l.partial_acc, l.partial_ml, l.tensor_cores, at)) {
     return;
   }
   launch_attention(l, at, stream_);
