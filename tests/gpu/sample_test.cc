@@ -159,6 +159,11 @@ TEST_P(SampleRows, TiesAtTheBoundariesInIdOrder) {
   const uint64_t seed = fresh_seed();
   std::mt19937_64 rng(seed);
   Logits l = make_logits(rng, 8, vocab, 2.0f, /*levels=*/2);  // values k/2: thousands of ties per value
+  // Row 0: +0 and -0 (equal logits, ties in id order) around a few larger values, so the top-k and
+  // top-p boundaries fall inside a block of mixed-sign zeros.
+  for (int64_t i = 0; i < vocab; ++i) l.host[static_cast<size_t>(i)] = (rng() & 1) ? 0.0f : -0.0f;
+  for (int i = 0; i < 20; ++i) l.host[static_cast<size_t>(rng() % static_cast<uint64_t>(vocab))] = 1.5f;
+  l.dev = make(*backends().gpu, DType::kF32, tensor::make_shape({8, vocab}), l.host);
   std::vector<Case> cases;
   for (const sample::SamplingParams& p : param_grid()) {
     for (int rep = 0; rep < 2; ++rep) {

@@ -26,9 +26,10 @@ constexpr int kThreads = 1024;
 constexpr int kWarps = kThreads / 32;
 constexpr int kWhistBytes = kWarps * 256 * 8;  // per-warp radix histograms, dynamic shared memory
 
-// Larger float -> larger key (NaN aside).
+// Larger float -> larger key (NaN aside); -0 and +0 get the same key, as they compare equal (the host
+// sampler's sort treats them as ties and orders them by id).
 __device__ __forceinline__ uint32_t order_key(float f) {
-  const uint32_t b = __float_as_uint(f);
+  const uint32_t b = __float_as_uint(f) == 0x80000000u ? 0u : __float_as_uint(f);
   return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
 }
 __device__ __forceinline__ float key_value(uint32_t k) {

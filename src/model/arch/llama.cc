@@ -325,10 +325,11 @@ Result<Tensor> LlamaModel::forward_on_device(const Batch& b, KvStorage& kv) {
 }
 
 // The buffers a graph captures must keep their addresses: the scratch buffers are sized for
-// max_tokens first (no prefill step grows them later), and the first pass gives every bucket its
-// longest contexts (the KV pool shared out, up to max_ctx each), so the staging buffer already has
-// the room of the largest real step. A second pass with short contexts replays what stayed valid and
-// captures again what a later (larger) bucket's first pass moved.
+// max_tokens first (no prefill step grows them later), and the largest bucket runs first with the
+// longest contexts a step can have (the KV pool shared out, up to max_ctx each), so the staging
+// buffer already has the room of the largest real step (the context lists of any bucket's step add up
+// to at most the pool, unless sequences share a cached prefix). A second pass replays what stayed
+// valid and captures again what a later bucket's first capture moved.
 Result<int64_t> LlamaModel::capture_decode_graphs(KvStorage& kv, int64_t max_seqs, int64_t max_tokens,
                                                   int64_t max_ctx) {
   backend::Backend& be = *backend_;
@@ -339,9 +340,10 @@ Result<int64_t> LlamaModel::capture_decode_graphs(KvStorage& kv, int64_t max_seq
   }
   if (buckets.empty()) return int64_t{0};
   ensure_scratch(std::max(max_tokens, buckets.back()), std::max(max_seqs, buckets.back()));
-  for (const bool long_ctx : {true, false}) {
+  for (const bool first_pass : {true, false}) {
     for (auto it = buckets.rbegin(); it != buckets.rend(); ++it) {
       const auto n = static_cast<int32_t>(*it);
+      const bool long_ctx = first_pass && it == buckets.rbegin();
       const auto len = static_cast<int32_t>(long_ctx ? std::max<int64_t>(1, std::min(max_ctx, kv.n_slots / n)) : 1);
       Batch batch;
       for (int32_t i = 0; i < n; ++i) {
