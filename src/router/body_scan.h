@@ -1,7 +1,8 @@
-// The few fields of a request body the router needs (stream, n, seed, the prompt), read in one SAX
-// pass over the JSON instead of building its whole DOM: the pass still checks the JSON's syntax
-// fully, but allocates only the prompt text and ids it keeps. The DOM is built only where a body must
-// be rewritten (a resumable stream's seed and resume body: proxy_admit.cc). Pure: any thread.
+// The few fields of a request body the router needs (stream, n, seed, the prompt), read in one pass
+// over the JSON instead of building its whole DOM: the pass checks the JSON's syntax fully (UTF-8
+// included; nesting at most 512 deep) but decodes only the prompt strings it keeps. The DOM is built
+// only where a body must be rewritten (a resumable stream's seed and resume body: proxy_admit.cc).
+// Pure: any thread.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
 // ProxyRequest's stages before the upstream call: admission (API key, tenant, rate limit), the body
-// (one SAX pass for the stream flag, resumability and the prompt; the DOM only for a resumable stream,
+// (one pass for the stream flag, resumability and the prompt; the DOM only for a resumable stream,
 // which may need a seed and a resume body), prefix keys, and the choice of a replica among the
 // healthy candidates.
 #include <algorithm>

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 namespace keel::router {
 namespace {
 
@@ -80,6 +82,54 @@ TEST(BodyScan, RejectsWhatIsNotAJsonObject) {
                           "{\"a\": [1, 2}", "{\"a\": \"\xff\"}"}) {
     EXPECT_FALSE(scan_body(bad, BodyKind::kChat).has_value()) << bad;
   }
+}
+
+TEST(BodyScan, DecodesEscapesAndUnicodeInKeptStrings) {
+  const std::string body = std::string(R"({"messages": [{"role": "u\u0073er", "content": "a\"b\\c\/\n\t\u00e9\ud83d\ude00 )") +
+                           "\xc3\xa9" + R"("}]})";
+  BodyFields f = scan(body);
+  EXPECT_EQ(f.prompt_text, "user\na\"b\\c/\n\t\xc3\xa9\xf0\x9f\x98\x80 \xc3\xa9\n");
+  EXPECT_TRUE(scan_body(R"({"n": 1.5e-3, "m": -0, "big": 18446744073709551616, "x": [true, false, null, {}, []]})",
+                        BodyKind::kChat));
+}
+
+TEST(BodyScan, RejectsMalformedStringsNumbersAndNesting) {
+  for (const char* bad : {R"({"a": "\x"})", R"({"a": "\ud800"})", R"({"a": "\udc00"})", R"({"a": "\ud800\u0041"})",
+                          R"({"a": "\u12G4"})", "{\"a\": \"\t\"}", "{\"a\": \"\xc0\xaf\"}", "{\"a\": \"\xed\xa0\x80\"}",
+                          "{\"a\": \"\xf4\x90\x80\x80\"}", "{\"a\": \"\xe2\x82\"}", R"({"a": 01})", R"({"a": 1.})",
+                          R"({"a": -})", R"({"a": +1})", R"({"a": .5})", R"({"a": 1e})", R"({"a": 1,})", R"({"a" 1})",
+                          R"({"a": "x)", R"({"a": tru})", R"({1: 2})", R"({"a": [1 2]})"}) {
+    EXPECT_FALSE(scan_body(bad, BodyKind::kChat).has_value()) << bad;
+  }
+  std::string deep_ok = R"({"a": )" + std::string(500, '[') + std::string(500, ']') + "}";
+  EXPECT_TRUE(scan_body(deep_ok, BodyKind::kChat).has_value());
+  std::string too_deep = R"({"a": )" + std::string(100000, '[') + std::string(100000, ']') + "}";
+  EXPECT_FALSE(scan_body(too_deep, BodyKind::kChat).has_value());  // refused, not a stack overflow
+}
+
+// Differential check against an independent parser (nlohmann::json::accept): every one-byte deletion
+// and a set of one-byte insertions into a realistic body is valid for scan_body exactly when it is a
+// valid JSON object for nlohmann.
+TEST(BodyScan, AgreesWithNlohmannOnValidityOfMutatedBodies) {
+  const std::string body =
+      R"({"model": "m", "messages": [{"role": "system", "content": "Be \"brief\" \u00e9."},)"
+      R"( {"role": "user", "content": [{"type": "text", "text": "Hi"}]}], "n": 1, "seed": -12,)"
+      R"( "temperature": 0.5e1, "stop": ["\n"], "stream": false, "x": null})";
+  auto valid = [](const std::string& b) { return nlohmann::json::accept(b) && nlohmann::json::parse(b).is_object(); };
+  ASSERT_TRUE(valid(body));
+  int checked = 0;
+  for (size_t i = 0; i < body.size(); ++i) {
+    std::string del = body;
+    del.erase(i, 1);
+    EXPECT_EQ(scan_body(del, BodyKind::kChat).has_value(), valid(del)) << del;
+    for (char c : {'"', ',', ':', '{', ']', '\\', '0', '-', 'e', '.', ' ', '\x01', '\xc3'}) {
+      std::string ins = body;
+      ins.insert(i, 1, c);
+      EXPECT_EQ(scan_body(ins, BodyKind::kChat).has_value(), valid(ins)) << ins;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 2000);
 }
 
 }  // namespace
