@@ -73,7 +73,11 @@ bool ProxyRequest::parse_body() {
   stream_ = fields_.stream;
   resumable_ = stream_ && fields_.single && svc_.config().resume_streams && kind_ != ProxyKind::kNative;
   if (resumable_) {
-    body_ = json::parse(req_.body);  // valid: scanned above. The resume body is built from it.
+    body_ = json::parse(req_.body, nullptr, false);  // the resume body is built from it
+    if (body_.is_discarded()) {  // not expected after the scan; never an exception on an io thread
+      fail_before_start(400, "the request body is not a JSON object");
+      return false;
+    }
     if (!fields_.has_seed) {
       body_["seed"] = random_u64() >> 33;  // every replica that continues this stream samples alike
       body_text_ = body_.dump();
