@@ -5,8 +5,10 @@ and throughput per routing policy, in one run. The hit rate is the replicas' own
 flushed (POST /flush_cache) before each policy. Requests are non-streamed with max_tokens=1, so the
 client-side latency is time to first token plus one HTTP round trip.
 
-sglang-router is not in this comparison: it adds SGLang-only fields (continue_final_message,
-no_stop_trim, ...) to every request, which keel serve's strict OpenAI parser rejects with 400.
+With --sglang-router PYTHON (a python with sglang-router==0.3.2), sglang-router's cache_aware policy
+runs over the same replicas (its defaults). It publishes no per-replica in-flight count, so its burst
+samples come from the replicas' own queued + running gauges; --replica-view samples every policy that
+way, for a like-for-like burst comparison.
 
 Then a burst on one hot prefix (--burst requests, --burst-concurrency at once): the router's in-flight
 count per replica is sampled every 20 ms; reported are the worst busiest/least-busy ratio (samples
@@ -16,6 +18,7 @@ wait to be sent: states the routing decisions produced, not a completion awaitin
 the drain at the burst's end).
 
 Usage: bench/bench_router_prefix.py [--build build] [--groups 8] [--per-group 6] [--concurrency 4]
+         [--sglang-router PYTHON] [--replica-view] [--only NAME]
 """
 import argparse
 import concurrent.futures
@@ -91,7 +94,12 @@ def in_flight(base):
     return out
 
 
-def hot_burst(base, n_requests, concurrency):
+def replica_in_flight(replicas):
+    """Each replica's own queued + running count."""
+    return {r: metric(r, "keel_num_requests_waiting") + metric(r, "keel_num_requests_running") for r in replicas}
+
+
+def hot_burst(base, n_requests, concurrency, sample):
     """One hot prefix, a burst of concurrent requests: the in-flight spread across replicas, sampled."""
     system = "You are the hot assistant. " + " ".join(f"Hot rule {k}: always answer in one word." for k in range(12))
     reqs = [{"model": "smollm2", "max_tokens": 1, "temperature": 0,
@@ -101,7 +109,7 @@ def hot_burst(base, n_requests, concurrency):
     with concurrent.futures.ThreadPoolExecutor(concurrency) as pool:
         futs = [pool.submit(post, base + "/v1/chat/completions", b) for b in reqs]
         while not all(f.done() for f in futs):
-            counts = sorted(in_flight(base).values())
+            counts = sorted(sample().values())
             if sum(counts) >= len(counts):  # a burst: at least one request per replica in flight
                 samples.append(counts)
             # Full: every client's request is inside the router and more are still waiting to go, so
@@ -126,11 +134,20 @@ def run_policy(keel, replicas, args, extra, reqs):
         post(r + "/flush_cache", {})
     before = [(metric(r, "keel_prompt_tokens_total"), metric(r, "keel_cached_prompt_tokens_total")) for r in replicas]
     port = free_port()
-    proc = subprocess.Popen([keel, "router", "--port", str(port), "--workers", *replicas, "--no-access-log",
-                             "--health-interval-ms", "200", *extra], stderr=subprocess.DEVNULL)
+    sglang = extra == ["sglang"]
+    if sglang:
+        cmd = [args.sglang_router, "-m", "sglang_router.launch_router", "--host", "127.0.0.1", "--port", str(port),
+               "--worker-urls", *replicas, "--policy", "cache_aware", "--log-level", "error",
+               "--prometheus-port", str(free_port())]
+    else:
+        cmd = [keel, "router", "--port", str(port), "--workers", *replicas, "--no-access-log",
+               "--health-interval-ms", "200", *extra]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         base = f"http://127.0.0.1:{port}"
         wait_http(base + "/health")
+        replica_view = sglang or args.replica_view
+        sample = (lambda: replica_in_flight(replicas)) if replica_view else (lambda: in_flight(base))
         time.sleep(0.5)  # first load poll and cache-feed snapshots
 
         def one(body):
@@ -144,7 +161,7 @@ def run_policy(keel, replicas, args, extra, reqs):
         wall = time.perf_counter() - t0
         after = [(metric(r, "keel_prompt_tokens_total"), metric(r, "keel_cached_prompt_tokens_total"))
                  for r in replicas]
-        burst = hot_burst(base, args.burst, args.burst_concurrency)
+        burst = hot_burst(base, args.burst, args.burst_concurrency, sample)
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
@@ -152,7 +169,7 @@ def run_policy(keel, replicas, args, extra, reqs):
     cached = sum(a[1] - b[1] for a, b in zip(after, before))
     return {"hit_rate": round(cached / prompt, 3), "ttft_p50_ms": round(lat[len(lat) // 2] * 1e3, 1),
             "ttft_p99_ms": round(lat[min(len(lat) - 1, len(lat) * 99 // 100)] * 1e3, 1),
-            "req_per_s": round(len(reqs) / wall, 2), **burst}
+            "req_per_s": round(len(reqs) / wall, 2), "burst_view": "replicas" if replica_view else "router", **burst}
 
 
 def main():
@@ -164,6 +181,8 @@ def main():
     ap.add_argument("--burst", type=int, default=32, help="hot-prefix burst requests after the workload")
     ap.add_argument("--burst-concurrency", type=int, default=12)
     ap.add_argument("--only", default="", help="run only the policies whose name contains this")
+    ap.add_argument("--sglang-router", default="", help="python with sglang-router==0.3.2 installed")
+    ap.add_argument("--replica-view", action="store_true", help="burst samples from the replicas' own gauges")
     args = ap.parse_args()
     keel = str(pathlib.Path(args.build) / "src/cli/keel")
     ports = [free_port() for _ in range(4)]
@@ -179,6 +198,8 @@ def main():
                    ("cache_aware approximate (char keys)", []),
                    ("round_robin", ["--policy", "round_robin"]),
                    ("random", ["--policy", "random"])]
+        if args.sglang_router:
+            configs.append(("sglang-router 0.3.2 cache_aware", ["sglang"]))
         out = []
         for name, extra in configs:
             if args.only not in name:

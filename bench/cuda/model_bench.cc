@@ -3,7 +3,8 @@
 // bandwidth roofline (weight bytes / measured HBM bandwidth) and the GEMM ceiling (2 * params * tokens
 // / measured bf16 GEMM rate), both passed in from shared/GPU.md's measurements.
 // Usage: keel_cuda_bench CONFIG_DIR [decode_ctx=512] [prefill_batch=8] [prefill_len=2048] [batch=64]
-//                        [phases=d1,pf,dB]   (d1: batch-1 decode, pf: prefill, dB: batched decode)
+//                        [phases=d1,pf,dB,dS]   (d1: batch-1 decode, pf: prefill, dB: batched decode,
+//                        dS: decode steps of 1 and batch sequences sampled on the device vs logits to the host)
 // Decode phases run twice: eagerly (KEEL_CUDA_GRAPHS=0) and as CUDA graph replays; the first graph
 // step of a batch size (eager step + capture + instantiate) is timed on its own.
 // With KEEL_CUDA_PROFILE=1 the backend prints per-op GPU time at exit (run one phase for a breakdown;
@@ -14,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/model.h"
@@ -44,6 +46,31 @@ Batch make_batch(int n_seqs, int ctx, int n_q, int stride) {
   return b;
 }
 
+// Median seconds of `reps` decode steps of b with the logits sampled on the device (forward_on_device
+// + Backend::sample_rows; only token ids come back) at temperature t (0: greedy) and top_p.
+double time_forward_sampled(keel::model::Model& m, keel::model::KvStorage& kv, const Batch& b, int reps, float t,
+                            float top_p) {
+  std::vector<keel::backend::DeviceSampleRow> rows;
+  for (size_t r = 0; r < b.logit_rows.size(); ++r) {
+    rows.push_back({.logit_row = static_cast<int32_t>(r), .temperature = t, .top_p = top_p, .seed = 7 + r});
+  }
+  std::vector<int32_t> tokens(rows.size());
+  std::vector<double> times;
+  for (int r = 0; r < reps + 2; ++r) {
+    const auto t0 = Clock::now();
+    auto lg = m.forward_on_device(b, kv);
+    if (!lg.ok()) {
+      std::fprintf(stderr, "forward: %s\n", lg.status().to_string().c_str());
+      std::exit(1);
+    }
+    for (auto& row : rows) row.position = r;
+    m.backend().sample_rows(*lg, {.rows = rows}, tokens);
+    if (r >= 2) times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
 // Median seconds of `reps` forwards of b (after `warm` untimed ones).
 double time_forward(keel::model::Model& m, keel::model::KvStorage& kv, const Batch& b, int reps, int warm = 2) {
   std::vector<float> logits(b.logit_rows.size() * static_cast<size_t>(m.config().vocab_size));
@@ -71,7 +98,7 @@ int main(int argc, char** argv) {
   const int pf_batch = argc > 3 ? std::atoi(argv[3]) : 8;
   const int pf_len = argc > 4 ? std::atoi(argv[4]) : 2048;
   const int batch = argc > 5 ? std::atoi(argv[5]) : 64;
-  const std::string phases = argc > 6 ? argv[6] : "d1,pf,dB";
+  const std::string phases = argc > 6 ? argv[6] : "d1,pf,dB,dS";
   const auto t0 = Clock::now();
   auto loaded = keel::model::load_model({.path = argv[1], .backend = "cuda", .dummy_weights = true});
   if (!loaded.ok()) {
@@ -132,6 +159,19 @@ int main(int argc, char** argv) {
                   batch / tb);
     }
     std::printf("decode bs=%d first graph step (eager step + capture + instantiate): %.1f ms\n", batch, first * 1e3);
+  }
+  // Decode steps (graphs) with sampling on the device instead of the logits copied to the host.
+  if (phases.find("dS") != std::string::npos) {
+    setenv("KEEL_CUDA_GRAPHS", "1", 1);
+    for (const int n : {1, batch}) {
+      const Batch b = make_batch(n, 1024, 1, stride);
+      for (const auto& [t, p] : {std::pair{0.0f, 1.0f}, std::pair{0.7f, 0.9f}}) {
+        const double ts = time_forward_sampled(m, kv, b, 20, t, p);
+        const double th = time_forward(m, kv, b, 20);
+        std::printf("decode bs=%d ctx=1024 graph, sampled on the device (T %.1f, top_p %.1f): %.3f ms/step, %.0f tok/s "
+                    "(logits to the host: %.3f ms/step)\n", n, t, p, ts * 1e3, n / ts, th * 1e3);
+      }
+    }
   }
   return 0;
 }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "base/check.h"
 #include "base/status.h"
 #include "tensor/tensor_view.h"
 
@@ -82,6 +83,38 @@ struct AttentionParams {
   std::span<const AttnSeq> seqs;
 };
 
+// Sampling on the device (Backend::sample_rows): one token per row, by the same algorithm as
+// sample::sample_token (sample/sampler.h), so only token ids cross to the host. Plain data.
+struct DeviceSampleRow {
+  int32_t logit_row = 0;  // row of the logits tensor
+  float temperature = 1.0f;  // 0 = greedy
+  int32_t top_k = 0;
+  float top_p = 1.0f;
+  float min_p = 0.0f;
+  uint64_t seed = 0;
+  int64_t position = 0;  // index of the token being produced (the noise is a function of seed, position, id)
+  float repetition_penalty = 1.0f;
+  float frequency_penalty = 0.0f;
+  float presence_penalty = 0.0f;
+  int32_t mask_offset = -1;  // first word of this row's allowed-token bitmask in DeviceSampleInput::masks; -1: none
+  int32_t proc_begin = 0;    // this row's entries of DeviceSampleInput::procs
+  int32_t n_proc = 0;
+};
+// One token a row's logits processors touch (ids unique within a row): logit += bias; then, when seen
+// (in the prompt or output) and repetition_penalty != 1, the HF repetition penalty; then
+// -= frequency_penalty * n_output + presence_penalty when n_output > 0 (sample/logits_processors.h).
+struct DeviceSampleProc {
+  int32_t token = 0;
+  float bias = 0.0f;
+  int32_t seen = 0;
+  int32_t n_output = 0;
+};
+struct DeviceSampleInput {
+  std::span<const DeviceSampleRow> rows;
+  std::span<const DeviceSampleProc> procs;
+  std::span<const uint32_t> masks;  // sample::mask_words(vocab) words per constrained row
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -145,6 +178,14 @@ class Backend {
   // captures again when they differ.
   virtual int64_t step_graph_bucket(int64_t /*n_tokens*/) const { return 0; }
   virtual void run_step(int64_t /*graph_key*/, const std::function<void()>& issue) { issue(); }
+
+  // Device sampling (cuda): whether sample_rows is available (false on cpu, and on cuda with
+  // KEEL_CUDA_SAMPLING=0). sample_rows(logits, in, tokens): logits f32 [r, vocab] on the backend (left
+  // unchanged), tokens[i] for in.rows[i]; processors and masks work on a copy. Synchronizes.
+  virtual bool can_sample_rows() const { return false; }
+  virtual void sample_rows(const Tensor& /*logits*/, const DeviceSampleInput& /*in*/, std::span<int32_t> /*tokens*/) {
+    KEEL_CHECK(false, "backend {} does not sample on the device", name());
+  }
 };
 
 // Backends by name: "cpu" (always), "cuda" (when built with KEEL_CUDA and a device is present).

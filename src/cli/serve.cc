@@ -33,6 +33,7 @@ struct ServeArgs {
   int n_threads = 0;
   std::string device = "cpu";
   float mem_fraction = 0.85f;
+  std::string load_format = "auto";
 };
 
 // cuda without --kv-tokens: the KV pool takes mem_fraction of the device memory still free after the
@@ -63,7 +64,10 @@ int run_serve(ServeArgs a) {
   if (Status st = a.http.validate(); !st.ok()) return fail(2, st);
 
   const int64_t t0 = now_us();
-  auto loaded = model::load_model({.path = a.model, .backend = a.device, .backend_options = {.n_threads = a.n_threads}});
+  auto loaded = model::load_model({.path = a.model,
+                                   .backend = a.device,
+                                   .dummy_weights = a.load_format == "dummy",
+                                   .backend_options = {.n_threads = a.n_threads}});
   if (!loaded.ok()) return fail(2, loaded.status());
   size_kv_pool(**loaded, a.mem_fraction, a.sched);
   auto tok = load_tokenizer(a.model);
@@ -117,6 +121,10 @@ void register_serve(CLI::App& app) {
   cmd->add_option("-t,--threads", args->n_threads, "CPU threads for the model (default: KEEL_THREADS or all cores)")
       ->check(CLI::Range(0, 1024));
   cmd->add_option("--device", args->device, "Backend: cpu | cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
+  cmd->add_option("--load-format", args->load_format,
+                  "auto | dummy (random weights from the folder's config.json; the folder still needs a tokenizer.json)")
+      ->check(CLI::IsMember({"auto", "dummy"}))
+      ->capture_default_str();
   cmd->add_option("--mem-fraction", args->mem_fraction, "cuda: share of free device memory for the KV pool")
       ->check(CLI::Range(0.01f, 1.0f))
       ->capture_default_str();

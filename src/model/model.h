@@ -42,6 +42,21 @@ class Model {
   // A malformed batch (ids, slots or rows out of range, sequences not covering the tokens) is a
   // kInvalidArgument Status and runs nothing.
   virtual Status forward(const Batch& batch, KvStorage& kv, std::span<float> logits) = 0;
+  // Like forward, but the logits stay on the backend: the f32 [logit_rows.size(), vocab] tensor, valid
+  // until the next forward; nothing is copied or synchronized (sampling on the device reads it, see
+  // Backend::sample_rows). kUnsupported where the model has no such path.
+  virtual Result<backend::Tensor> forward_on_device(const Batch& /*batch*/, KvStorage& /*kv*/) {
+    return make_error(ErrorCode::kUnsupported, "this model keeps no logits on the device");
+  }
+  // Captures the backend's decode-step graphs (Backend::step_graph_bucket) for every bucket up to
+  // max_seqs sequences now instead of at first use, with dummy single-token steps written into KV
+  // slots that are still free (real tokens overwrite them before anything reads them). max_tokens
+  // (most tokens of any step) and max_ctx (longest context) size the buffers the graphs capture, so
+  // later steps do not move them. Returns the number of buckets (0 where the backend has no graphs).
+  virtual Result<int64_t> capture_decode_graphs(KvStorage& /*kv*/, int64_t /*max_seqs*/, int64_t /*max_tokens*/,
+                                                int64_t /*max_ctx*/) {
+    return int64_t{0};
+  }
   // Installs (or, with an empty function, removes) the intermediate-tensor hook. Debugging only:
   // it slows the forward down.
   virtual void set_dump_hook(DumpHook hook) = 0;

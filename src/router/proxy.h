@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "router/body_scan.h"
 #include "router/service.h"
 #include "router/sse_reader.h"
 #include "router/stream_resume.h"
@@ -62,7 +63,8 @@ class ProxyRequest : public std::enable_shared_from_this<ProxyRequest> {
   std::string tenant_;
   std::string pool_;
   std::string region_;
-  nlohmann::json body_;
+  nlohmann::json body_;  // only for a resumable stream (parse_body)
+  BodyFields fields_;
   std::string body_text_;  // what goes to replicas (seed injected when streams can be resumed)
   bool stream_ = false;
   bool resumable_ = false;

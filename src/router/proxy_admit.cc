@@ -1,11 +1,13 @@
 // ProxyRequest's stages before the upstream call: admission (API key, tenant, rate limit), the body
-// (stream flag, resumability, the seed every continuing replica needs), prefix keys, and the choice of
-// a replica among the healthy candidates.
+// (one pass for the stream flag, resumability and the prompt; the DOM only for a resumable stream,
+// which may need a seed and a resume body), prefix keys, and the choice of a replica among the
+// healthy candidates.
 #include <algorithm>
 
 #include <fmt/format.h>
 
 #include "base/clock.h"
+#include "router/body_scan.h"
 #include "router/prefix_key.h"
 #include "router/proxy.h"
 
@@ -21,32 +23,6 @@ std::string bearer_key(std::string_view auth) {
   return std::string(auth.substr(kBearer.size()));
 }
 
-// The text whose character blocks key a request when no tokenizer is loaded.
-std::string prompt_text(ProxyKind kind, const json& body) {
-  std::string out;
-  auto append = [&out](const json& v) {
-    if (v.is_string()) out += v.get<std::string>();
-    if (v.is_array()) {
-      for (const json& part : v) {
-        if (part.is_object() && part.contains("text") && part["text"].is_string()) out += part["text"].get<std::string>();
-      }
-    }
-  };
-  if (kind == ProxyKind::kChat && body.contains("messages") && body["messages"].is_array()) {
-    for (const json& m : body["messages"]) {
-      if (!m.is_object()) continue;
-      out += m.value("role", std::string());
-      out += '\n';
-      if (m.contains("content")) append(m["content"]);
-      out += '\n';
-    }
-  } else if (kind == ProxyKind::kCompletion && body.contains("prompt")) {
-    append(body["prompt"]);
-  } else if (kind == ProxyKind::kNative && body.contains("text")) {
-    append(body["text"]);
-  }
-  return out;
-}
 // Rough bytes per token of English text, to estimate the KV slots a character block will take.
 constexpr int32_t kBytesPerToken = 4;
 
@@ -85,32 +61,37 @@ bool ProxyRequest::admit() {
 
 bool ProxyRequest::parse_body() {
   if (kind_ == ProxyKind::kModels) return true;
-  body_ = json::parse(req_.body, nullptr, false);
-  if (body_.is_discarded() || !body_.is_object()) {
+  const BodyKind kind = kind_ == ProxyKind::kChat         ? BodyKind::kChat
+                        : kind_ == ProxyKind::kCompletion ? BodyKind::kCompletion
+                                                          : BodyKind::kNative;
+  auto fields = scan_body(req_.body, kind);
+  if (!fields) {
     fail_before_start(400, "the request body is not a JSON object");
     return false;
   }
-  stream_ = body_.contains("stream") && body_["stream"].is_boolean() && body_["stream"].get<bool>();
-  const bool single = !body_.contains("n") || (body_["n"].is_number_integer() && body_["n"].get<int64_t>() == 1);
-  resumable_ = stream_ && single && svc_.config().resume_streams && kind_ != ProxyKind::kNative;
-  if (resumable_ && (!body_.contains("seed") || body_["seed"].is_null())) {
-    body_["seed"] = random_u64() >> 33;  // every replica that continues this stream samples alike
-    body_text_ = body_.dump();
-  } else {
-    body_text_ = std::move(req_.body);
+  fields_ = std::move(*fields);
+  stream_ = fields_.stream;
+  resumable_ = stream_ && fields_.single && svc_.config().resume_streams && kind_ != ProxyKind::kNative;
+  if (resumable_) {
+    body_ = json::parse(req_.body, nullptr, false);  // the resume body is built from it
+    if (body_.is_discarded()) {  // not expected after the scan; never an exception on an io thread
+      fail_before_start(400, "the request body is not a JSON object");
+      return false;
+    }
+    if (!fields_.has_seed) {
+      body_["seed"] = random_u64() >> 33;  // every replica that continues this stream samples alike
+      body_text_ = body_.dump();
+      return true;
+    }
   }
+  body_text_ = std::move(req_.body);
   return true;
 }
 
 void ProxyRequest::compute_keys() {
   if (kind_ == ProxyKind::kModels || !svc_.policy().uses_prefix()) return;
-  if (kind_ == ProxyKind::kCompletion && body_.contains("prompt") && body_["prompt"].is_array() &&
-      !body_["prompt"].empty() && body_["prompt"][0].is_number_integer()) {
-    std::vector<int32_t> ids;
-    for (const json& t : body_["prompt"]) {
-      if (t.is_number_integer()) ids.push_back(t.get<int32_t>());
-    }
-    keys_ = std::make_shared<const std::vector<uint64_t>>(token_prefix_hashes(ids));
+  if (fields_.prompt_is_ids) {
+    keys_ = std::make_shared<const std::vector<uint64_t>>(token_prefix_hashes(fields_.prompt_ids));
     return;
   }
   if (const auto& tok = svc_.tokenizer()) {
@@ -120,7 +101,7 @@ void ProxyRequest::compute_keys() {
     }
   }
   keys_ = std::make_shared<const std::vector<uint64_t>>(
-      char_prefix_hashes(prompt_text(kind_, body_), svc_.config().char_block_bytes));
+      char_prefix_hashes(fields_.prompt_text, svc_.config().char_block_bytes));
   slots_per_key_ = std::max(1, svc_.config().char_block_bytes / kBytesPerToken);
 }
 

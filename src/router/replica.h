@@ -16,6 +16,10 @@
 #include "router/breaker.h"
 #include "router/prefix_index.h"
 
+namespace keel::server {
+class Histogram;
+}  // namespace keel::server
+
 namespace keel::router {
 
 struct ReplicaLabels {
@@ -73,6 +77,8 @@ class Replica {
   std::atomic<int64_t> n_resumed{0};
   std::atomic<int64_t> cache_hit_keys{0};  // matched prefix keys of requests routed here
   std::atomic<int64_t> prompt_keys{0};     // prefix keys of requests routed here
+  // Its keel_router_upstream_seconds series, looked up once (RouterService::latency_seconds).
+  std::atomic<server::Histogram*> latency_histogram{nullptr};
 
   int64_t load() const;  // in_flight + external
   // Records a polled report; `ours` = the router's in-flight count there while the poll was out.

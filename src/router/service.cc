@@ -63,9 +63,13 @@ RouterService::RouterService(RouterConfig config, std::unique_ptr<Policy> policy
 
 RouterService::~RouterService() { stop(); }
 
-server::Histogram& RouterService::latency_seconds(const Replica& r) {
-  return metrics_.histogram("keel_router_upstream_seconds", "Upstream call time per replica (to the last byte).",
+server::Histogram& RouterService::latency_seconds(Replica& r) {
+  // The registry lookup formats the label and takes the registry's lock: once per replica, not per request.
+  if (server::Histogram* h = r.latency_histogram.load(std::memory_order_acquire)) return *h;
+  server::Histogram& h = metrics_.histogram("keel_router_upstream_seconds", "Upstream call time per replica (to the last byte).",
                             server::latency_buckets_s(), fmt::format("replica=\"{}\"", r.url));
+  r.latency_histogram.store(&h, std::memory_order_release);
+  return h;
 }
 
 Status RouterService::add_replica(std::string_view url, ReplicaLabels labels) {

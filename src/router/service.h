@@ -99,7 +99,7 @@ class RouterService {
   server::Histogram& decision_seconds() { return *decision_s_; }
   // Held from reading the candidates' loads to counting the chosen replica's new request.
   std::mutex& decision_mutex() { return decision_mu_; }
-  server::Histogram& latency_seconds(const Replica& r);
+  server::Histogram& latency_seconds(Replica& r);
 
  private:
   void handle_health(const server::http::ExchangePtr& ex);

@@ -1,24 +1,13 @@
-// Counter-based random numbers for sampling: a pure function of (seed, position, token id), so a
-// request's draws do not depend on what else is in the batch or on the device that computes them.
-// Stateless: any thread.
+// Counter-based random numbers for sampling (base/counter_rng.h): a pure function of (seed, position,
+// token id), so a request's draws do not depend on what else is in the batch or on the device that
+// computes them. Stateless: any thread.
 #pragma once
 
-#include <cstdint>
+#include "base/counter_rng.h"
 
 namespace keel::sample {
 
-// SplitMix64 finaliser: a bijective 64-bit mixer with good avalanche.
-inline uint64_t mix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-// Uniform in the open interval (0, 1), 53 random bits.
-inline double uniform_open(uint64_t seed, uint64_t position, uint64_t token) {
-  uint64_t h = mix64(mix64(mix64(seed) ^ position) ^ (token * 0xd6e8feb86659fd93ULL));
-  return (static_cast<double>(h >> 11) + 0.5) * (1.0 / 9007199254740992.0);
-}
+using keel::mix64;
+using keel::uniform_open;
 
 }  // namespace keel::sample

@@ -1,4 +1,5 @@
-// Scheduler::run and commit: one forward pass over the step's batch into logits_, then the computed
+// Scheduler::run and commit: one forward pass over the step's batch into logits_ (or, sampling on the
+// device, into device_logits_), then the computed
 // tokens count as computed. A refused batch (a scheduler bug or a backend failure) fails the requests
 // in it with kError and the scheduler keeps serving the others.
 #include <algorithm>
@@ -9,6 +10,15 @@
 namespace keel::sched {
 
 Status Scheduler::run(const StepPlan& plan) {
+  if (device_sampling_) {
+    Result<backend::Tensor> lg = model_.forward_on_device(plan.batch, kv_);
+    if (lg.ok()) {
+      device_logits_ = *lg;
+      return {};
+    }
+    if (lg.status().code() != ErrorCode::kUnsupported) return lg.status();
+    device_sampling_ = false;  // a model without the device path: sample on the host from now on
+  }
   logits_.resize(plan.batch.logit_rows.size() * static_cast<size_t>(n_vocab_));
   return model_.forward(plan.batch, kv_, logits_);
 }

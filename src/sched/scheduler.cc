@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "base/clock.h"
+#include "base/log.h"
 #include "sample/logits_processors.h"
 
 namespace keel::sched {
@@ -18,6 +20,14 @@ Result<std::unique_ptr<Scheduler>> Scheduler::create(const SchedulerParams& para
   if (n_slots < 2) return make_error(ErrorCode::kInvalidArgument, "kv_tokens = {} leaves no room to generate", n_slots);
   KEEL_ASSIGN_OR_RETURN(model::KvStorage kv, params.model->make_kv_storage(n_slots));
   const int64_t n_ctx = std::min<int64_t>(n_slots, mc.max_positions > 0 ? mc.max_positions : n_slots);
+  // Decode-step graphs (cuda) for every batch size the scheduler can run, before the first request.
+  const int64_t t0 = now_us();
+  KEEL_ASSIGN_OR_RETURN(int64_t n_graphs, params.model->capture_decode_graphs(kv, params.config.max_running,
+                                                                             params.config.max_batch_tokens, n_ctx));
+  if (n_graphs > 0) {
+    KEEL_LOG_INFO("captured {} decode-step graphs (batch sizes up to {}) in {:.0f} ms", n_graphs,
+                  params.config.max_running, static_cast<double>(now_us() - t0) / 1e3);
+  }
   return std::unique_ptr<Scheduler>(new Scheduler(params, n_ctx, std::move(kv)));
 }
 
@@ -29,7 +39,8 @@ Scheduler::Scheduler(const SchedulerParams& params, int64_t n_ctx, model::KvStor
       n_vocab_(params.model->config().vocab_size),
       kv_(std::move(kv)),
       pool_(kv_.n_slots),
-      tree_(params.config.event_queue_capacity) {}
+      tree_(params.config.event_queue_capacity),
+      device_sampling_(params.model->backend().can_sample_rows()) {}
 
 Scheduler::~Scheduler() { cancel_all(); }
 
@@ -115,7 +126,7 @@ bool Scheduler::step() {
   }
   commit(plan);
   std::vector<std::vector<SeqId>> row_seqs = fork_samples(plan);
-  std::vector<SampledToken> sampled = sample(plan, row_seqs);
+  std::vector<SampledToken> sampled = device_sampling_ ? sample_on_device(plan, row_seqs) : sample(plan, row_seqs);
   stream(sampled);
   finish();
   return true;

@@ -105,6 +105,7 @@ class Scheduler {
   void commit(const StepPlan& plan);                                             // run.cc
   std::vector<std::vector<SeqId>> fork_samples(const StepPlan& plan);            // fork.cc
   std::vector<SampledToken> sample(const StepPlan& plan, const std::vector<std::vector<SeqId>>& row_seqs);  // sample.cc
+  std::vector<SampledToken> sample_on_device(const StepPlan& plan, const std::vector<std::vector<SeqId>>& row_seqs);  // sample_device.cc
   void stream(std::vector<SampledToken>& sampled);                                                          // stream.cc
   void finish();                                                                                            // finish.cc
   void fail_step(const StepPlan& plan, const Status& error);                                                // run.cc
@@ -146,6 +147,13 @@ class Scheduler {
   uint64_t next_seq_ = 1;
   uint64_t next_admit_ = 1;
 
+  // Sampling on the device (the model's backend can_sample_rows): run() leaves the logits there and
+  // only token ids (and the raw rows of requests that want log-probabilities) come back.
+  bool device_sampling_ = false;
+  backend::Tensor device_logits_;  // [rows, vocab] f32 on the backend, of the last step
+  std::vector<backend::DeviceSampleRow> dev_rows_;
+  std::vector<backend::DeviceSampleProc> dev_procs_;
+  std::vector<uint32_t> dev_masks_;
   std::vector<float> logits_;     // [rows, vocab] of the last step
   std::vector<float> processed_;  // [vocab] one row after logits processors
   std::vector<uint32_t> mask_;    // [ceil(vocab / 32)] allowed tokens of a constrained sequence

@@ -1,7 +1,9 @@
 #include "backend/cuda/cuda_backend.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 #include "backend/cuda/attention_plan.h"
 #include "backend/cuda/cublas_lazy.h"
@@ -29,6 +31,8 @@ CudaBackend::CudaBackend(int device) : device_(device), pool_(std::make_shared<D
   prof_ = std::make_unique<OpProfile>(stream_);
   timer_ = std::make_unique<StepTimer>(stream_);
   attention_set_smem_limits();
+  const char* sampling = std::getenv("KEEL_CUDA_SAMPLING");
+  sampling_on_ = sampling == nullptr || std::string_view(sampling) != "0";
 }
 
 CudaBackend::~CudaBackend() {

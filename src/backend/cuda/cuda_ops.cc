@@ -227,7 +227,11 @@ void CudaBackend::attention(const Tensor& q, const Tensor& k_cache, const Tensor
                .partial_acc = nullptr, .partial_ml = nullptr, .tensor_cores = plan.tensor_cores};
   if (plan.grid_splits > 1) {
     const size_t rows = static_cast<size_t>(plan.grid_splits) * static_cast<size_t>(n * n_heads);
-    float* scratch = attention_partials(rows * (static_cast<size_t>(hd) + 2));
+    // Keys are split only while items < 2 x SMs, so rows = splits x (query rows) < 64 x SMs (each item
+    // holds at most kAttnRowsPerBlock rows and splits <= 2 x SMs / items + 1): the scratch is
+    // allocated at that bound once and never moves under a captured graph.
+    const size_t bound = static_cast<size_t>(4 * n_sm_ * kAttnRowsPerBlock);
+    float* scratch = attention_partials(std::max(rows, bound) * (static_cast<size_t>(hd) + 2));
     l.partial_acc = scratch;
     l.partial_ml = scratch + rows * static_cast<size_t>(hd);
   }

@@ -53,6 +53,9 @@ class CudaBackend final : public Backend {
   int64_t step_graph_bucket(int64_t n_tokens) const override;  // step_graph.cc
   void run_step(int64_t graph_key, const std::function<void()>& issue) override;
 
+  bool can_sample_rows() const override { return sampling_on_; }  // sample_ops.cc
+  void sample_rows(const Tensor& logits, const DeviceSampleInput& in, std::span<int32_t> tokens) override;
+
  private:
   // kEager launches; kCapture launches into a stream capture; kCheck (a replay) launches nothing.
   // Both graph modes record each launch's arguments into sig_.
@@ -86,6 +89,12 @@ class CudaBackend final : public Backend {
   std::unordered_map<int64_t, StepGraph> graphs_;
   std::unique_ptr<StepTimer> timer_;
   double capture_ms_total_ = 0;
+  bool sampling_on_ = true;             // KEEL_CUDA_SAMPLING=0 turns device sampling off
+  bool sampled_on_device_ = false;      // the last step's tokens came from sample_rows (step timer phases)
+  std::shared_ptr<void> sample_scratch_;  // processed rows, grown on demand
+  size_t sample_scratch_floats_ = 0;
+  std::shared_ptr<void> sample_tokens_;  // [rows] int32
+  size_t sample_tokens_cap_ = 0;
 };
 
 }  // namespace keel::backend::cuda

@@ -87,4 +87,31 @@ void launch_attention(const AttnLaunch& p, ActType t, cudaStream_t s);
 // Shared memory the attention kernel needs above the 48 KiB default (set once at start-up).
 void attention_set_smem_limits();
 
+// Sampling (sampling.cu): the layout of backend::DeviceSampleRow / DeviceSampleProc (backend.h), kept
+// free of base/ for nvcc; cuda_ops.cc static_asserts that the two match.
+struct SampleRowDev {
+  int32_t logit_row;
+  float temperature;
+  int32_t top_k;
+  float top_p;
+  float min_p;
+  uint64_t seed;
+  int64_t position;
+  float repetition_penalty, frequency_penalty, presence_penalty;
+  int32_t mask_offset, proc_begin, n_proc;
+};
+struct SampleProcDev {
+  int32_t token;
+  float bias;
+  int32_t seen, n_output;
+};
+// Rows listed in proc_rows [n_proc_rows] (those with processors or a mask): scratch row j = logits row
+// of rows[proc_rows[j]] with disallowed tokens at -inf and the processors applied.
+void launch_sample_process(const float* logits, int64_t vocab, const SampleRowDev* rows, const int32_t* proc_rows,
+                           int n_proc_rows, const SampleProcDev* procs, const uint32_t* masks, float* scratch,
+                           cudaStream_t s);
+// tokens[i] for rows[i], i < n_rows, read from scratch row src_scratch[i] when >= 0, else from its logits row.
+void launch_sample(const float* logits, const float* scratch, int64_t vocab, const SampleRowDev* rows,
+                   const int32_t* src_scratch, int n_rows, int32_t* tokens, cudaStream_t s);
+
 }  // namespace keel::backend::cuda

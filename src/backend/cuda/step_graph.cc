@@ -114,7 +114,11 @@ void CudaBackend::run_step(int64_t graph_key, const std::function<void()>& issue
     KEEL_CUDA_CHECK(cudaStreamSynchronize(stream_));
     staging_->reset();
   }
-  if (timer_->enabled()) timer_->begin(graph_key > 0 ? "graph n=" + std::to_string(graph_key) : "eager");
+  if (timer_->enabled()) {  // the phase also says where the previous step was sampled
+    timer_->begin((graph_key > 0 ? "graph n=" + std::to_string(graph_key) : std::string("eager")) +
+                  (sampled_on_device_ ? ", sampling on the device" : ""));
+  }
+  sampled_on_device_ = false;
   if (graph_key > 0) {
     graph_plan_ = true;
     replay_or_capture(graph_key, issue);

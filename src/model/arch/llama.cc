@@ -60,6 +60,8 @@ class LlamaModel final : public Model {
   backend::Backend& backend() override { return *backend_; }
   Result<KvStorage> make_kv_storage(int64_t n_slots) override;
   Status forward(const Batch& batch, KvStorage& kv, std::span<float> logits) override;
+  Result<Tensor> forward_on_device(const Batch& batch, KvStorage& kv) override;
+  Result<int64_t> capture_decode_graphs(KvStorage& kv, int64_t max_seqs, int64_t max_tokens, int64_t max_ctx) override;
   void set_dump_hook(DumpHook hook) override { dump_ = std::move(hook); }
 
  private:
@@ -292,15 +294,13 @@ bool LlamaModel::pad_decode_step(const Batch& b, int64_t bucket, Batch& padded, 
   return true;
 }
 
-Status LlamaModel::forward(const Batch& b, KvStorage& kv, std::span<float> logits) {
+// Checks b and issues its ops (a decode step through Backend::run_step); returns the logits rows of
+// b on the backend, without copying or synchronizing.
+Result<Tensor> LlamaModel::forward_on_device(const Batch& b, KvStorage& kv) {
   const ModelConfig& c = config_;
   KEEL_RETURN_IF_ERROR(validate_batch(b, c.vocab_size, kv.n_slots));
   if (static_cast<int64_t>(kv.k.size()) != c.n_layers || kv.v.size() != kv.k.size()) {
     return make_error(ErrorCode::kInvalidArgument, "KV storage has {} layers, the model {}", kv.k.size(), c.n_layers);
-  }
-  if (logits.size() != b.logit_rows.size() * static_cast<size_t>(c.vocab_size)) {
-    return make_error(ErrorCode::kInvalidArgument, "logits span holds {} floats, {} rows x {} vocab needed",
-                      logits.size(), b.logit_rows.size(), c.vocab_size);
   }
   std::vector<backend::AttnSeq> seqs;
   seqs.reserve(b.seqs.size());
@@ -321,8 +321,55 @@ Status LlamaModel::forward(const Batch& b, KvStorage& kv, std::span<float> logit
   } else {
     lg = issue_forward(run, seqs, kv);
   }
-  if (r > 0) be.copy_to_host(lg.rows(0, r), logits);
-  be.synchronize();
+  return r > 0 ? lg.rows(0, r) : Tensor{};
+}
+
+// The buffers a graph captures must keep their addresses: the scratch buffers are sized for
+// max_tokens first (no prefill step grows them later), and the largest bucket runs first with the
+// longest contexts a step can have (the KV pool shared out, up to max_ctx each), so the staging
+// buffer already has the room of the largest real step (the context lists of any bucket's step add up
+// to at most the pool, unless sequences share a cached prefix). A second pass replays what stayed
+// valid and captures again what a later bucket's first capture moved.
+Result<int64_t> LlamaModel::capture_decode_graphs(KvStorage& kv, int64_t max_seqs, int64_t max_tokens,
+                                                  int64_t max_ctx) {
+  backend::Backend& be = *backend_;
+  std::vector<int64_t> buckets;
+  for (int64_t n = 1; n <= std::min(max_seqs, kv.n_slots); ++n) {
+    const int64_t b = be.step_graph_bucket(n);
+    if (b > 0 && b <= kv.n_slots && (buckets.empty() || buckets.back() != b)) buckets.push_back(b);
+  }
+  if (buckets.empty()) return int64_t{0};
+  ensure_scratch(std::max(max_tokens, buckets.back()), std::max(max_seqs, buckets.back()));
+  for (const bool first_pass : {true, false}) {
+    for (auto it = buckets.rbegin(); it != buckets.rend(); ++it) {
+      const auto n = static_cast<int32_t>(*it);
+      const bool long_ctx = first_pass && it == buckets.rbegin();
+      const auto len = static_cast<int32_t>(long_ctx ? std::max<int64_t>(1, std::min(max_ctx, kv.n_slots / n)) : 1);
+      Batch batch;
+      for (int32_t i = 0; i < n; ++i) {
+        BatchSeq s{.q_begin = i, .n_q = 1, .ctx_slots = {}};
+        for (int32_t j = 0; j < len; ++j) s.ctx_slots.push_back(i * len + j);
+        batch.tokens.push_back(0);
+        batch.positions.push_back(len - 1);
+        batch.slots.push_back(s.ctx_slots.back());
+        batch.logit_rows.push_back(i);
+        batch.seqs.push_back(std::move(s));
+      }
+      KEEL_RETURN_IF_ERROR(forward_on_device(batch, kv).status());
+      be.synchronize();
+    }
+  }
+  return static_cast<int64_t>(buckets.size());
+}
+
+Status LlamaModel::forward(const Batch& b, KvStorage& kv, std::span<float> logits) {
+  if (logits.size() != b.logit_rows.size() * static_cast<size_t>(config_.vocab_size)) {
+    return make_error(ErrorCode::kInvalidArgument, "logits span holds {} floats, {} rows x {} vocab needed",
+                      logits.size(), b.logit_rows.size(), config_.vocab_size);
+  }
+  KEEL_ASSIGN_OR_RETURN(Tensor lg, forward_on_device(b, kv));
+  if (!logits.empty()) backend_->copy_to_host(lg, logits);
+  backend_->synchronize();
   return {};
 }
 

@@ -542,6 +542,11 @@ void HttpServer::stop() {
   impl_->ioc.stop();
   for (auto& t : impl_->threads) t.join();
   impl_->threads.clear();
+  // The close posted above may not have run before ioc.stop(): with the io threads gone it is safe
+  // here, and the port must not stay listening (accepting into a backlog nobody serves) until the
+  // server object is destroyed.
+  beast::error_code ignored;
+  impl_->acceptor.close(ignored);
   for (auto& c : impl_->live_connections()) c->abandon();
 }
 

@@ -310,6 +310,21 @@ TEST(HttpServer, StopClosesExchangesStillBusyAfterTheDrainTimeout) {
   ex->respond(HttpResponse{});  // no-op after stop
 }
 
+// stop() posts the acceptor's close to the io threads and then stops them: with nothing to drain
+// the close could be dropped, leaving the port listening (connections queued, never served) until
+// the object was destroyed. After stop() the port must be free to bind again, every time.
+TEST(HttpServer, StopReleasesTheListeningPort) {
+  for (int i = 0; i < 20; ++i) {
+    HttpServer a(test_config(), Router{});
+    ASSERT_TRUE(a.start().ok());
+    a.stop();
+    ServerConfig same = test_config();
+    same.port = a.port();
+    HttpServer b(same, Router{});
+    ASSERT_TRUE(b.start().ok()) << "port " << same.port << " still held after stop(), round " << i;
+  }
+}
+
 TEST(HttpServer, ConfigIsValidatedAndPortClashIsAnError) {
   ServerConfig bad = test_config();
   bad.n_io_threads = 0;

@@ -1,0 +1,337 @@
+// Sampling on the device, the algorithm of sample::sample_token (sample/sampler.cc) one thread block
+// per row, so only token ids cross to the host:
+// - process: rows with logits processors or a grammar mask get a scratch copy with disallowed tokens at
+//   -inf and the processors applied (the logits stay raw for log-probabilities);
+// - sample: greedy is an argmax (lowest id on ties). Otherwise the candidate set of the CPU sampler is
+//   found without sorting: top-k is a radix select of the k-th largest logit (4 passes of 8 bits over
+//   order-preserving keys; ties at the boundary taken in id order, as the CPU's sort does), min-p a
+//   per-token test against the top probability, top-p a radix select over probability mass in 2^-61
+//   fixed point (the smallest prefix of the sorted order whose mass reaches top_p, ties again in id
+//   order; per-warp histograms in shared memory keep the atomics off a few hot bins); then the
+//   Gumbel-max draw over the survivors with the same counter-based noise (base/counter_rng.h), so a seeded
+//   request draws the same token as on the CPU (up to last-bit differences of sums taken in another
+//   order). Every pass reads the row from L2/HBM; no sort, no global scratch.
+#include <climits>
+#include <cmath>
+#include <cstdint>
+
+#include "backend/cuda/kernels.cuh"
+#include "backend/cuda/launch_check.h"
+#include "base/counter_rng.h"
+
+namespace keel::backend::cuda {
+namespace {
+
+constexpr int kThreads = 1024;
+constexpr int kWarps = kThreads / 32;
+constexpr int kWhistBytes = kWarps * 256 * 8;  // per-warp radix histograms, dynamic shared memory
+
+// Larger float -> larger key (NaN aside); -0 and +0 get the same key, as they compare equal (the host
+// sampler's sort treats them as ties and orders them by id).
+__device__ __forceinline__ uint32_t order_key(float f) {
+  const uint32_t b = __float_as_uint(f) == 0x80000000u ? 0u : __float_as_uint(f);
+  return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+}
+__device__ __forceinline__ float key_value(uint32_t k) {
+  return __uint_as_float((k & 0x80000000u) ? (k & 0x7fffffffu) : ~k);
+}
+
+struct Shared {
+  double d[kWarps];
+  uint64_t u[kWarps];
+  float f[kWarps];
+  int i[kWarps];
+  uint64_t hist[256];
+  int bin;
+  uint64_t rem;
+  int32_t id;
+};
+
+__device__ double block_sum(double v, Shared& sh) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  __syncthreads();
+  if ((threadIdx.x & 31) == 0) sh.d[threadIdx.x >> 5] = v;
+  __syncthreads();
+  double r = 0.0;
+  for (int w = 0; w < kWarps; ++w) r += sh.d[w];
+  return r;
+}
+
+__device__ uint64_t block_sum_u64(uint64_t v, Shared& sh) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  __syncthreads();
+  if ((threadIdx.x & 31) == 0) sh.u[threadIdx.x >> 5] = v;
+  __syncthreads();
+  uint64_t r = 0;
+  for (int w = 0; w < kWarps; ++w) r += sh.u[w];
+  return r;
+}
+
+__device__ float block_max(float v, Shared& sh) {
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  __syncthreads();
+  if ((threadIdx.x & 31) == 0) sh.f[threadIdx.x >> 5] = v;
+  __syncthreads();
+  float r = sh.f[0];
+  for (int w = 1; w < kWarps; ++w) r = fmaxf(r, sh.f[w]);
+  return r;
+}
+
+// Block argmax of (key, id): larger key wins, the lower id on ties. Returns the id (INT_MAX if none).
+template <typename K>
+__device__ int32_t block_argmax(K key, int32_t id, K* keys, Shared& sh) {
+  for (int o = 16; o > 0; o >>= 1) {
+    const K k2 = __shfl_xor_sync(0xffffffffu, key, o);
+    const int32_t i2 = __shfl_xor_sync(0xffffffffu, id, o);
+    if (k2 > key || (k2 == key && i2 < id)) key = k2, id = i2;
+  }
+  __syncthreads();
+  if ((threadIdx.x & 31) == 0) keys[threadIdx.x >> 5] = key, sh.i[threadIdx.x >> 5] = id;
+  __syncthreads();
+  K bk = keys[0];
+  int32_t bi = sh.i[0];
+  for (int w = 1; w < kWarps; ++w) {
+    if (keys[w] > bk || (keys[w] == bk && sh.i[w] < bi)) bk = keys[w], bi = sh.i[w];
+  }
+  return bi;
+}
+
+// The id of the need-th (1-based) token in id order with flag(i), or INT_MAX when fewer have it.
+template <typename F>
+__device__ int32_t nth_in_order(int64_t vocab, int64_t need, F flag, Shared& sh) {
+  int64_t before = 0;
+  for (int64_t base = 0; base < vocab; base += kThreads) {
+    const int64_t i = base + threadIdx.x;
+    const bool f = i < vocab && flag(i);
+    const int cnt = __syncthreads_count(f);
+    if (before + cnt >= need) {
+      const unsigned ballot = __ballot_sync(0xffffffffu, f);
+      const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+      if (lane == 0) sh.i[warp] = __popc(ballot);
+      __syncthreads();
+      int prefix = __popc(ballot & ((1u << lane) - 1u));
+      for (int w = 0; w < warp; ++w) prefix += sh.i[w];
+      if (f && before + prefix + 1 == need) sh.id = static_cast<int32_t>(i);
+      __syncthreads();
+      return sh.id;
+    }
+    before += cnt;
+  }
+  return INT_MAX;
+}
+
+// Radix select over the order keys of the tokens with flag(i, key), by weight(v) (u64: 1 for counts,
+// fixed-point probability mass for top-p; integer sums are exact, so a bin's weight is exactly the sum
+// of its sub-bins'). Returns the key at which the weight of the tokens with larger keys first reaches
+// `need` (need <= the total); *rem: the weight still needed from the tokens with that key (>= 1).
+// Each warp adds into its own histogram (whist: kWarps x 256, dynamic shared memory): most tokens
+// fall into a few bins, and one block-wide histogram would serialise them on a handful of addresses.
+template <typename F, typename W>
+__device__ uint32_t radix_select(const float* x, int64_t vocab, uint64_t need, F flag, W weight, uint64_t* rem,
+                                 uint64_t* whist, Shared& sh) {
+  uint32_t prefix = 0, mask = 0;
+  uint64_t r = need;
+  uint64_t* mine = whist + (threadIdx.x >> 5) * 256;
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    for (int b = threadIdx.x; b < kWarps * 256; b += kThreads) whist[b] = 0;
+    __syncthreads();
+    for (int64_t i = threadIdx.x; i < vocab; i += kThreads) {
+      const float v = x[i];
+      const uint32_t k = order_key(v);
+      if ((k & mask) == prefix && flag(i, k)) {
+        atomicAdd(reinterpret_cast<unsigned long long*>(&mine[(k >> shift) & 255u]),
+                  static_cast<unsigned long long>(weight(v)));
+      }
+    }
+    __syncthreads();
+    for (int b = threadIdx.x; b < 256; b += kThreads) {
+      uint64_t t = 0;
+      for (int w = 0; w < kWarps; ++w) t += whist[w * 256 + b];
+      sh.hist[b] = t;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      uint64_t cum = 0;
+      int b = 255;
+      for (; b > 0; --b) {
+        if (cum + sh.hist[b] >= r) break;
+        cum += sh.hist[b];
+      }
+      sh.bin = b;
+      sh.rem = r - cum;
+    }
+    __syncthreads();
+    prefix |= static_cast<uint32_t>(sh.bin) << shift;
+    mask |= 0xffu << shift;
+    r = sh.rem;
+    __syncthreads();
+  }
+  *rem = r;
+  return prefix;
+}
+
+// Fixed-point scale of probability mass (the candidates' masses sum to 1 up to rounding: 8x headroom).
+constexpr double kMassScale = 2305843009213693952.0;  // 2^61
+
+__global__ void __launch_bounds__(kThreads) sample_process_kernel(const float* logits, int64_t vocab,
+                                                                  const SampleRowDev* rows, const int32_t* proc_rows,
+                                                                  const SampleProcDev* procs, const uint32_t* masks,
+                                                                  float* scratch) {
+  const SampleRowDev r = rows[proc_rows[blockIdx.x]];
+  const float* src = logits + static_cast<int64_t>(r.logit_row) * vocab;
+  float* dst = scratch + static_cast<int64_t>(blockIdx.x) * vocab;
+  const uint32_t* m = r.mask_offset >= 0 ? masks + r.mask_offset : nullptr;
+  auto allowed = [&](int64_t i) { return m == nullptr || ((m[i >> 5] >> (i & 31)) & 1u) != 0u; };
+  for (int64_t i = threadIdx.x; i < vocab; i += kThreads) dst[i] = allowed(i) ? src[i] : -INFINITY;
+  __syncthreads();
+  // The processors of sample::apply_processors, in its order; ids are unique within a row. No
+  // contraction into FMAs: the CPU rounds each operation.
+  for (int e = threadIdx.x; e < r.n_proc; e += kThreads) {
+    const SampleProcDev p = procs[r.proc_begin + e];
+    if (p.token < 0 || p.token >= vocab || !allowed(p.token)) continue;
+    float l = __fadd_rn(src[p.token], p.bias);
+    if (r.repetition_penalty != 1.0f && p.seen != 0) {
+      l = l > 0.0f ? __fdiv_rn(l, r.repetition_penalty) : __fmul_rn(l, r.repetition_penalty);
+    }
+    if ((r.frequency_penalty != 0.0f || r.presence_penalty != 0.0f) && p.n_output > 0) {
+      l = __fsub_rn(l, __fadd_rn(__fmul_rn(r.frequency_penalty, static_cast<float>(p.n_output)), r.presence_penalty));
+    }
+    dst[p.token] = l;
+  }
+}
+
+__global__ void __launch_bounds__(kThreads) sample_kernel(const float* logits, const float* scratch, int64_t vocab,
+                                                          const SampleRowDev* rows, const int32_t* src_scratch,
+                                                          int32_t* tokens) {
+  __shared__ Shared sh;
+  extern __shared__ uint64_t whist[];  // [kWarps * 256]
+  __shared__ float fkeys[kWarps];
+  __shared__ double dkeys[kWarps];
+  const SampleRowDev r = rows[blockIdx.x];
+  const int sidx = src_scratch[blockIdx.x];
+  const float* x = sidx >= 0 ? scratch + static_cast<int64_t>(sidx) * vocab : logits + static_cast<int64_t>(r.logit_row) * vocab;
+
+  if (r.temperature == 0.0f || r.top_k == 1) {  // greedy
+    float best = -INFINITY;
+    int32_t best_id = INT_MAX;
+    for (int64_t i = threadIdx.x; i < vocab; i += kThreads) {
+      const float v = x[i];
+      if (v > best || (v == best && i < best_id)) best = v, best_id = static_cast<int32_t>(i);
+    }
+    const int32_t id = block_argmax(best, best_id, fkeys, sh);
+    if (threadIdx.x == 0) tokens[blockIdx.x] = id;
+    return;
+  }
+
+  // top-k: candidates are the k largest logits, ties in id order.
+  const bool topk = r.top_k > 0 && r.top_k < vocab;
+  uint32_t vk = 0;
+  int32_t tie_k = INT_MAX;
+  if (topk) {
+    uint64_t need = 0;
+    vk = radix_select(x, vocab, static_cast<uint64_t>(r.top_k), [](int64_t, uint32_t) { return true; },
+                      [](float) { return uint64_t{1}; }, &need, whist, sh);
+    uint64_t n_eq_u = 0;
+    for (int64_t i = threadIdx.x; i < vocab; i += kThreads) n_eq_u += order_key(x[i]) == vk ? 1 : 0;
+    const auto n_eq = static_cast<int64_t>(block_sum_u64(n_eq_u, sh));
+    if (static_cast<int64_t>(need) < n_eq) tie_k = nth_in_order(vocab, static_cast<int64_t>(need), [&](int64_t i) { return order_key(x[i]) == vk; }, sh);
+  }
+  auto in_c = [&](int64_t i, uint32_t k) { return !topk || k > vk || (k == vk && i <= tie_k); };
+
+  // Softmax at the temperature over the candidates (the maximum is the row's: top-k keeps it).
+  float mx = -INFINITY;
+  for (int64_t i = threadIdx.x; i < vocab; i += kThreads) mx = fmaxf(mx, x[i]);
+  mx = block_max(mx, sh);
+  const double t = static_cast<double>(r.temperature);
+  auto expd = [&](float v) { return exp((static_cast<double>(v) - static_cast<double>(mx)) / t); };
+  auto pf = [&](float v) { return static_cast<float>(expd(v)); };  // the CPU keeps probabilities as float
+  double sum = 0.0;
+  for (int64_t i = threadIdx.x; i < vocab; i += kThreads) {
+    const float v = x[i];
+    if (in_c(i, order_key(v))) sum += expd(v);
+  }
+  sum = block_sum(sum, sh);
+
+  // min-p: probability (relative to the top one) below min_p is cut; monotone in the logit.
+  const bool minp = r.min_p > 0.0f;
+  const double floor_p = static_cast<double>(r.min_p) * (static_cast<double>(pf(mx)) / sum);
+  auto in_m = [&](int64_t i, uint32_t k) {
+    return in_c(i, k) && (!minp || !(static_cast<double>(pf(key_value(k))) / sum < floor_p));
+  };
+  auto mass = [&](float v) { return static_cast<double>(pf(v)) / sum; };
+
+  // top-p: the shortest prefix of the sorted candidates whose mass reaches top_p.
+  bool topp = false;
+  uint32_t vp = 0;
+  int32_t tie_p = INT_MAX;
+  if (r.top_p < 1.0f) {
+    auto fixed = [&](float v) { return static_cast<uint64_t>(mass(v) * kMassScale); };
+    uint64_t total = 0;
+    for (int64_t i = threadIdx.x; i < vocab; i += kThreads) {
+      const float v = x[i];
+      if (in_m(i, order_key(v))) total += fixed(v);
+    }
+    total = block_sum_u64(total, sh);
+    const auto target = static_cast<uint64_t>(static_cast<double>(r.top_p) * kMassScale);
+    if (total >= target) {
+      topp = true;
+      uint64_t rem = 0;
+      vp = radix_select(x, vocab, target, in_m, fixed, &rem, whist, sh);
+      const uint64_t p_star = fixed(key_value(vp));
+      int64_t n_eq = 0;
+      for (int64_t i = threadIdx.x; i < vocab; i += kThreads) {
+        const uint32_t k = order_key(x[i]);
+        n_eq += (k == vp && in_m(i, k)) ? 1 : 0;
+      }
+      n_eq = static_cast<int64_t>(block_sum_u64(static_cast<uint64_t>(n_eq), sh));
+      // The first `take` ties (in id order) complete the mass; a zero-mass tie takes them all.
+      const int64_t take = p_star == 0 ? n_eq : static_cast<int64_t>((rem + p_star - 1) / p_star);
+      if (take < n_eq) {
+        tie_p = nth_in_order(vocab, take < 1 ? 1 : take, [&](int64_t i) {
+          const uint32_t k = order_key(x[i]);
+          return k == vp && in_m(i, k);
+        }, sh);
+      }
+    }
+  }
+
+  // Gumbel-max over the survivors: argmax(logit / T - log(-log u)), u from (seed, position, id).
+  const double inv_t = 1.0 / t;
+  double best = -INFINITY;
+  int32_t best_id = INT_MAX;
+  for (int64_t i = threadIdx.x; i < vocab; i += kThreads) {
+    const float v = x[i];
+    const uint32_t k = order_key(v);
+    if (!in_m(i, k) || (topp && !(k > vp || (k == vp && i <= tie_p)))) continue;
+    const double u = uniform_open(r.seed, static_cast<uint64_t>(r.position), static_cast<uint64_t>(i));
+    const double key = __dsub_rn(__dmul_rn(static_cast<double>(v), inv_t), log(-log(u)));
+    if (key > best || (key == best && i < best_id)) best = key, best_id = static_cast<int32_t>(i);
+  }
+  const int32_t id = block_argmax(best, best_id, dkeys, sh);
+  if (threadIdx.x == 0) tokens[blockIdx.x] = id;
+}
+
+}  // namespace
+
+void launch_sample_process(const float* logits, int64_t vocab, const SampleRowDev* rows, const int32_t* proc_rows,
+                           int n_proc_rows, const SampleProcDev* procs, const uint32_t* masks, float* scratch,
+                           cudaStream_t s) {
+  if (n_proc_rows == 0) return;
+  sample_process_kernel<<<n_proc_rows, kThreads, 0, s>>>(logits, vocab, rows, proc_rows, procs, masks, scratch);
+  KEEL_CUDA_LAUNCHED();
+}
+
+void launch_sample(const float* logits, const float* scratch, int64_t vocab, const SampleRowDev* rows,
+                   const int32_t* src_scratch, int n_rows, int32_t* tokens, cudaStream_t s) {
+  if (n_rows == 0) return;
+  static bool smem_set = false;  // the backend's one thread launches this
+  if (!smem_set) {
+    cudaFuncSetAttribute(sample_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kWhistBytes);
+    KEEL_CUDA_LAUNCHED();
+    smem_set = true;
+  }
+  sample_kernel<<<n_rows, kThreads, kWhistBytes, s>>>(logits, scratch, vocab, rows, src_scratch, tokens);
+  KEEL_CUDA_LAUNCHED();
+}
+
+}  // namespace keel::backend::cuda
