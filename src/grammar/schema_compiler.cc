@@ -14,13 +14,13 @@ namespace {
 constexpr int kMaxDepth = 64;
 constexpr size_t kMaxEnumChecks = 4096;
 
-constexpr std::array<std::string_view, 44> kAssertions = {
+constexpr std::array<std::string_view, 45> kAssertions = {
     "type", "enum", "const", "properties", "required", "additionalProperties", "patternProperties", "items",
     "prefixItems", "additionalItems", "minItems", "maxItems", "minLength", "maxLength", "pattern", "format",
     "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "anyOf", "oneOf", "allOf", "$ref",
     "minProperties", "maxProperties", "uniqueItems", "unevaluatedProperties", "unevaluatedItems", "nullable", "not",
     "if", "then", "else", "dependentRequired", "dependentSchemas", "dependencies", "propertyNames", "contains",
-    "minContains", "maxContains", "multipleOf", "$dynamicRef", "$recursiveRef"};
+    "minContains", "maxContains", "multipleOf", "$dynamicRef", "$recursiveRef", kStringNotIn};
 
 Status unsupported(std::string_view keyword, const std::string& ptr, std::string_view detail = "") {
   return make_error(ErrorCode::kUnsupported, "JSON Schema keyword '{}' at '{}' is not supported{}{}", keyword,
@@ -90,6 +90,10 @@ Result<Symbol> SchemaCompiler::compile_object_schema(const Json& s, const std::s
     KEEL_ASSIGN_OR_RETURN(Json rewritten, rewrite_if(s, ptr));
     return compile(rewritten, ptr, depth + 1);
   }
+  if (s.contains("dependentRequired") || s.contains("dependentSchemas") || s.contains("dependencies")) {
+    KEEL_ASSIGN_OR_RETURN(Json rewritten, rewrite_dependencies(s, ptr));
+    return compile(rewritten, ptr, depth + 1);
+  }
   KEEL_RETURN_IF_ERROR(check_keywords(s, ptr));
   if (s.contains("$ref")) {
     if (!s["$ref"].is_string()) return make_error(ErrorCode::kInvalidArgument, "'$ref' at '#{}' must be a string", ptr);
@@ -106,12 +110,7 @@ Result<Symbol> SchemaCompiler::compile_object_schema(const Json& s, const std::s
 
 Status SchemaCompiler::check_keywords(const Json& s, const std::string& ptr) const {
   for (auto& [k, v] : s.items()) {
-    if (k == "dependentSchemas" || k == "dependencies" || k == "contains" || k == "$dynamicRef" ||
-        k == "$recursiveRef" || k == "dependentRequired") {
-      if ((k == "dependentRequired" || k == "dependentSchemas" || k == "dependencies") && v.is_object() && v.empty())
-        continue;
-      return unsupported(k, ptr);
-    }
+    if (k == "contains" || k == "$dynamicRef" || k == "$recursiveRef") return unsupported(k, ptr);
     if (k == "if" && (s.contains("then") || s.contains("else"))) return unsupported("if", ptr);
     if (k == "propertyNames" && !trivially_true(v)) return unsupported(k, ptr);
     if (k == "unevaluatedItems" && !trivially_true(v)) return unsupported(k, ptr);
@@ -223,19 +222,17 @@ Result<Symbol> SchemaCompiler::compile_any_of(const Json& s, const std::string& 
     return make_error(ErrorCode::kInvalidArgument, "'{}' at '#{}' must be a non-empty array", key, ptr);
   Json base = s;
   base.erase(key);
-  std::vector<Json> branches;
+  std::vector<Json> branches, raw;
   for (size_t i = 0; i < items.size(); ++i) {
     const std::string bptr = ptr + "/" + key + "/" + std::to_string(i);
     KEEL_ASSIGN_OR_RETURN(Json item, deref(items[i], bptr));
     if (item.is_boolean()) item = item.get<bool>() ? Json::object() : Json{{"enum", Json::array()}};
     KEEL_ASSIGN_OR_RETURN(Json merged, merge_schemas(base, item, bptr));
+    raw.push_back(std::move(item));
     branches.push_back(std::move(merged));
   }
   if (key == "oneOf") {
-    for (size_t i = 0; i < branches.size(); ++i)
-      for (size_t j = i + 1; j < branches.size(); ++j)
-        if (!provably_disjoint(branches[i], branches[j]))
-          return unsupported("oneOf", ptr, fmt::format("branches {} and {} may overlap", i, j));
+    KEEL_ASSIGN_OR_RETURN(branches, exclusive_branches(branches, raw, ptr));
   }
   std::vector<Sequence> alts;
   for (size_t i = 0; i < branches.size(); ++i) {

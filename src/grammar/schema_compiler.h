@@ -34,6 +34,16 @@ Result<Json> rewrite_not(const Json& s, const std::string& ptr);
 // when the condition has no exact negation.
 Result<Json> rewrite_if(const Json& s, const std::string& ptr);
 
+// schema_rewrite.cc: dependentRequired / dependentSchemas / dependencies as allOf members; the
+// branches of a oneOf (merged with their siblings) each conjoined with the negation of the raw
+// items that may overlap it.
+Result<Json> rewrite_dependencies(const Json& s, const std::string& ptr);
+Result<std::vector<Json>> exclusive_branches(const std::vector<Json>& branches, const std::vector<Json>& items,
+                                             const std::string& ptr);
+// The internal keyword for "a string other than these" (the negation of a string enum); it is
+// an assertion like any other and can only narrow what a schema accepts.
+inline constexpr std::string_view kStringNotIn = "$keelStringNotIn";
+
 class SchemaCompiler {
  public:
   SchemaCompiler(GrammarBuilder& b, const Json& root, const JsonGrammarOptions& opts);

@@ -133,6 +133,9 @@ Result<Json> merge_schemas(const Json& a, const Json& b, const std::string& ptr)
     } else if (k == "$ref") {
       out["allOf"] = out.value("allOf", Json::array());
       out["allOf"].push_back(Json{{"$ref", v}});
+    } else if (k == kStringNotIn && v.is_array() && x.is_array()) {
+      for (const Json& e : v)
+        if (std::find(out[k].begin(), out[k].end(), e) == out[k].end()) out[k].push_back(e);
     } else if (k == "uniqueItems" || k == "nullable") {
       out[k] = k == "nullable" ? (x == true && v == true) : (x == true || v == true);
     } else {

@@ -7,6 +7,8 @@
 //   not {"anyOf": [s1, s2, ...]}     -> allOf of the negated branches
 //   not {"not": s}                   -> s
 //   not {"properties": {p: s}}       -> an object holding p with a value that fails s
+//   not {"enum"/"const": values}     -> other types, the other boolean, a string outside the set
+//                                       (unsupported when the values hold numbers, objects, arrays)
 //   not {k1: .., k2: ..}             -> anyOf of the negated keywords (each must be one of the above)
 // Keywords that are annotations (description, title, ...) are ignored, as everywhere.
 #include <algorithm>
@@ -64,6 +66,33 @@ Result<Json> negate_properties(const Json& props, const std::string& ptr, int de
   return Json{{"anyOf", alts}};
 }
 
+// Any value but these: other types whole, the other boolean, strings outside the set. Numbers,
+// objects and arrays among the values have no exact "all but" form here (1 and 1.0 are one value).
+Result<Json> negate_values(const Json& values, const std::string& ptr) {
+  if (!values.is_array()) return make_error(ErrorCode::kInvalidArgument, "'enum' at '#{}' must be an array", ptr);
+  bool null = false, t = false, f = false;
+  Json strings = Json::array();
+  for (const Json& v : values) {
+    if (v.is_null()) {
+      null = true;
+    } else if (v.is_boolean()) {
+      (v.get<bool>() ? t : f) = true;
+    } else if (v.is_string()) {
+      strings.push_back(v);
+    } else {
+      return unsupported_not(ptr, "the negation of an enum holding numbers, objects or arrays has no exact grammar here");
+    }
+  }
+  Json whole = Json::array({"object", "array", "number"});
+  if (!null) whole.push_back("null");
+  if (!t && !f) whole.push_back("boolean");
+  if (strings.empty()) whole.push_back("string");
+  Json alts = Json::array({Json{{"type", whole}}});
+  if (t != f) alts.push_back(Json{{"const", !t}});
+  if (!strings.empty()) alts.push_back(Json{{"type", "string"}, {std::string(kStringNotIn), strings}});
+  return Json{{"anyOf", alts}};
+}
+
 Result<Json> negate_keyword(const Json& s, const std::string& k, const std::string& ptr, int depth) {
   const Json& v = s[k];
   if (k == "type") {
@@ -77,6 +106,17 @@ Result<Json> negate_keyword(const Json& s, const std::string& k, const std::stri
     return negate_properties(v, ptr + "/properties", depth);
   }
   if (k == "not") return v;
+  if (k == "enum" || k == "const") {
+    // enum next to a const it holds: the const's negation covers the enum's.
+    if (k == "enum" && s.contains("const") && v.is_array() && std::find(v.begin(), v.end(), s["const"]) != v.end())
+      return Json(false);
+    return negate_values(k == "const" ? Json::array({v}) : v, ptr + "/" + k);
+  }
+  if (k == kStringNotIn) {
+    if (!v.is_array()) return make_error(ErrorCode::kInvalidArgument, "'{}' must be an array", k);
+    return Json{{"anyOf", Json::array({Json{{"type", Json::array({"null", "boolean", "object", "array", "number"})}},
+                                       Json{{"enum", v}}})}};
+  }
   if (k == "anyOf") {
     if (!v.is_array() || v.empty())
       return make_error(ErrorCode::kInvalidArgument, "'anyOf' at '#{}' must be a non-empty array", ptr);

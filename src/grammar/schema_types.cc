@@ -265,7 +265,7 @@ Result<Symbol> SchemaCompiler::compile_object(const Json& s, const std::string& 
       Sequence more = comma;
       more.push_back(*extra_kv);
       Symbol tail = b_.star(std::move(more));
-      Sequence one = first ? Sequence{} : comma;
+      Sequence one = first ? ws() : comma;
       one.push_back(*extra_kv);
       one.push_back(tail);
       b_.add_alt(end, std::move(one));
@@ -276,15 +276,15 @@ Result<Symbol> SchemaCompiler::compile_object(const Json& s, const std::string& 
     for (Symbol x : kv_tail(props[i].value)) kv.push_back(x);
     Symbol kv_sym = b_.group(std::move(kv), "kv");
     for (int first = 0; first < 2; ++first) {
-      Sequence with = first ? Sequence{} : comma;
+      Sequence with = first ? ws() : comma;
       with.push_back(kv_sym);
       with.push_back(b_.ref(p[i + 1][0]));
       b_.add_alt(p[i][first], std::move(with));
       if (!props[i].required) b_.add_alt(p[i][first], {b_.ref(p[i + 1][first])});
     }
   }
+  // Each member brings the whitespace before it, so every gap (also in "{ }") is one bounded run.
   Sequence obj{b_.byte('{')};
-  for (Symbol x : ws()) obj.push_back(x);
   obj.push_back(b_.ref(p[0][1]));
   for (Symbol x : ws()) obj.push_back(x);
   obj.push_back(b_.byte('}'));
@@ -338,7 +338,10 @@ Result<Symbol> SchemaCompiler::compile_array(const Json& s, const std::string& p
       Sequence more = comma;
       more.push_back(*tail_sym);
       Symbol after = b_.repeat(std::move(more), std::max<int64_t>(t_lo - 1, 0), t_hi < 0 ? -1 : t_hi - 1);
-      Symbol some = b_.group({*tail_sym, after}, "elements");
+      Sequence first = ws();
+      first.push_back(*tail_sym);
+      first.push_back(after);
+      Symbol some = b_.group(std::move(first), "elements");
       rest = t_lo == 0 ? b_.optional({some}) : some;
     } else {
       rest = b_.repeat(std::move(item), t_lo, t_hi);
@@ -348,15 +351,14 @@ Result<Symbol> SchemaCompiler::compile_array(const Json& s, const std::string& p
     std::vector<Sequence> alts;
     if (i >= lo) alts.push_back({});
     if (hi < 0 || i < hi) {
-      Sequence s2 = i == 0 ? Sequence{} : comma;
+      Sequence s2 = i == 0 ? ws() : comma;
       s2.push_back(prefix[static_cast<size_t>(i)]);
       s2.push_back(rest);
       alts.push_back(std::move(s2));
     }
     rest = alts.empty() ? b_.never("array") : b_.choice(std::move(alts), "prefix");
   }
-  Sequence arr{b_.byte('[')};
-  for (Symbol x : ws()) arr.push_back(x);
+  Sequence arr{b_.byte('[')};  // as for objects: each element brings its leading whitespace
   arr.push_back(rest);
   for (Symbol x : ws()) arr.push_back(x);
   arr.push_back(b_.byte(']'));
@@ -378,6 +380,16 @@ Result<Symbol> SchemaCompiler::compile_string(const Json& s, const std::string& 
   } else if (s.contains("pattern")) {
     if (!s["pattern"].is_string()) return bad("pattern", ptr, "a string");
     pattern = s["pattern"].get<std::string>();
+  }
+  if (s.contains(kStringNotIn)) {
+    std::vector<std::string> names;
+    const Json& v = s[std::string(kStringNotIn)];
+    for (const Json& n : v.is_array() ? v : Json::array({v})) {
+      if (!n.is_string()) return bad(kStringNotIn, ptr, "an array of strings");
+      names.push_back(n.get<std::string>());
+    }
+    if (pattern || has_len) return unsupported("not", ptr, "a string enum negated next to pattern/format/length");
+    return key_not_in(names);
   }
   Symbol body;
   if (pattern) {
