@@ -6,6 +6,7 @@
 // construct. Called by the JSON Schema compiler and compile_regex on the compiling thread.
 #pragma once
 
+#include <cstdint>
 #include <string_view>
 
 #include "base/status.h"
@@ -23,5 +24,9 @@ struct RegexOptions {
 
 // A symbol matching exactly the strings the pattern accepts under `opts`.
 Result<Symbol> regex_to_symbol(GrammarBuilder& b, std::string_view pattern, const RegexOptions& opts);
+// The same, restricted to strings of min_len..max_len characters (max_len < 0: no upper bound);
+// regex_length.cc. kUnsupported when the product automaton would be too large.
+Result<Symbol> regex_with_length(GrammarBuilder& b, std::string_view pattern, const RegexOptions& opts, int64_t min_len,
+                                 int64_t max_len);
 
 }  // namespace keel::grammar

@@ -83,6 +83,42 @@ TEST(Regex, MatchesPcre2OnAllShortStrings) {
   }
 }
 
+// A pattern intersected with a length range (JSON Schema pattern + minLength/maxLength): PCRE2's
+// verdict and the length, on every short string, for every pattern and several ranges.
+TEST(Regex, WithLengthMatchesPcre2AndTheLength) {
+  const std::vector<std::string> inputs = strings_over("ab-.1c ", 4);
+  const std::pair<int64_t, int64_t> ranges[] = {{0, 0}, {0, 2}, {1, 3}, {2, -1}, {3, 4}, {4, 4}, {0, -1}};
+  for (const char* pat : kPatterns) {
+    for (bool search : {false, true}) {
+      Pcre pcre(pat, !search);
+      for (auto [lo, hi] : ranges) {
+        GrammarBuilder b;
+        RuleId root = b.add_rule("root");
+        auto sym = regex_with_length(b, pat, {.encoding = CharEncoding::kUtf8, .search = search}, lo, hi);
+        ASSERT_TRUE(sym.ok()) << pat << ": " << sym.status().to_string();
+        b.add_alt(root, {*sym});
+        CompiledGrammar g(*b.finish(root));
+        int mismatches = 0;
+        for (const std::string& s : inputs) {
+          const auto n = static_cast<int64_t>(s.size());
+          const bool want = pcre.match(s) && n >= lo && (hi < 0 || n <= hi);
+          if (accepts(g, s) != want && ++mismatches <= 3)
+            ADD_FAILURE() << "/" << pat << "/ search=" << search << " len " << lo << ".." << hi << " on '" << s
+                          << "': keel " << !want;
+        }
+      }
+    }
+  }
+  // Characters are counted, not bytes.
+  GrammarBuilder b;
+  RuleId root = b.add_rule("root");
+  b.add_alt(root, {*regex_with_length(b, "^[é-ü]+$", {.encoding = CharEncoding::kUtf8}, 2, 2)});
+  CompiledGrammar g(*b.finish(root));
+  EXPECT_TRUE(accepts(g, "éü"));
+  EXPECT_FALSE(accepts(g, "é"));
+  EXPECT_FALSE(accepts(g, "éüé"));
+}
+
 TEST(Regex, UnicodeClassesAsUtf8) {
   for (const char* pat : {"[é-ü]", "[^a]", ".", "[\\u0100-\\uFFFF]+", "😀|x"}) {
     Pcre pcre(pat, true);
