@@ -24,6 +24,9 @@ struct RegexOptions {
 
 // A symbol matching exactly the strings the pattern accepts under `opts`.
 Result<Symbol> regex_to_symbol(GrammarBuilder& b, std::string_view pattern, const RegexOptions& opts);
+// Whether a JSON Schema (search-semantics) pattern matches every string: some top-level alternative
+// matches the empty string and is not anchored at both ends. False when unsure or invalid.
+bool regex_matches_everything(std::string_view pattern);
 // The same, restricted to strings of min_len..max_len characters (max_len < 0: no upper bound);
 // regex_length.cc. kUnsupported when the product automaton would be too large.
 Result<Symbol> regex_with_length(GrammarBuilder& b, std::string_view pattern, const RegexOptions& opts, int64_t min_len,

@@ -5,6 +5,7 @@
 //   L(t, c) ::= L(s, c-1) class     for each class edge into t reachable from s by epsilon moves
 // so Earley runs it in linear time. Bounded: NFA states and product rules are capped, past which
 // the caller's keyword stays kUnsupported.
+#include <algorithm>
 #include <map>
 #include <queue>
 #include <set>
@@ -139,7 +140,43 @@ std::vector<int> closure(const Nfa& a, int s) {
   return out;
 }
 
+bool nullable(const Node& n) {
+  switch (n.kind) {
+    case Node::Kind::kClass: return false;
+    case Node::Kind::kSeq: return std::all_of(n.kids.begin(), n.kids.end(), nullable);
+    case Node::Kind::kAlt: return std::any_of(n.kids.begin(), n.kids.end(), nullable);
+    case Node::Kind::kRepeat: return n.min == 0 || nullable(n.kids[0]);
+    case Node::Kind::kBegin:
+    case Node::Kind::kEnd: return false;  // an anchor inside: not decided here
+  }
+  return false;
+}
+
 }  // namespace
+
+bool regex_matches_everything(std::string_view pattern) {
+  auto root = regex_detail::parse_regex(pattern);
+  if (!root.ok()) return false;
+  std::vector<Node> tops;
+  if (root->kind == Node::Kind::kAlt) {
+    tops = std::move(root->kids);
+  } else {
+    tops.push_back(std::move(*root));
+  }
+  for (Node& n : tops) {
+    if (n.kind != Node::Kind::kSeq) {
+      Node seq{Node::Kind::kSeq};
+      seq.kids.push_back(std::move(n));
+      n = std::move(seq);
+    }
+    bool begin = false, end = false;
+    if (!n.kids.empty() && n.kids.front().kind == Node::Kind::kBegin) begin = true, n.kids.erase(n.kids.begin());
+    if (!n.kids.empty() && n.kids.back().kind == Node::Kind::kEnd) end = true, n.kids.pop_back();
+    // An empty match at the start (no $) or at the end (no ^) exists in every string.
+    if (!(begin && end) && nullable(n)) return true;
+  }
+  return false;
+}
 
 Result<Symbol> regex_with_length(GrammarBuilder& b, std::string_view pattern, const RegexOptions& opts, int64_t min_len,
                                  int64_t max_len) {

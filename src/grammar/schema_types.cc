@@ -188,6 +188,19 @@ Result<Symbol> SchemaCompiler::compile_object(const Json& s, const std::string& 
     const Json& pp = s["patternProperties"];
     if (!pp.is_object()) return bad("patternProperties", ptr, "an object");
     bool all_true = std::all_of(pp.begin(), pp.end(), [](const Json& v) { return v == true || v == Json::object(); });
+    if (pp.size() == 1 && regex_matches_everything(pp.begin().key())) {
+      // Every key matches: additionalProperties never applies, each listed property also needs the
+      // pattern's schema, and every other key gets it.
+      Json rewritten = s;
+      rewritten.erase("patternProperties");
+      rewritten.erase("unevaluatedProperties");
+      const Json& sub = pp.begin().value();
+      rewritten["additionalProperties"] = sub;
+      if (s.contains("properties") && s["properties"].is_object())
+        for (auto& [name, v] : s["properties"].items())
+          rewritten["properties"][name] = Json{{"allOf", Json::array({v, sub})}};
+      return compile_object(rewritten, ptr, depth);
+    }
     if (all_true && addl != false) {
       addl = true;
     } else if (addl == false && pp.size() == 1) {
@@ -392,8 +405,15 @@ Result<Symbol> SchemaCompiler::compile_string(const Json& s, const std::string& 
     return key_not_in(names);
   }
   Symbol body;
-  if (pattern) {
-    if (has_len) return unsupported(pattern_kw, ptr, "together with minLength/maxLength");
+  if (pattern && has_len) {
+    auto sym = regex_with_length(b_, *pattern, {.encoding = CharEncoding::kJsonString, .search = true},
+                                 min_len.value_or(0), max_len ? *max_len : -1);
+    if (!sym.ok()) {
+      if (sym.status().code() != ErrorCode::kUnsupported) return sym.status().with_context(fmt::format("pattern at '#{}'", ptr));
+      return unsupported(pattern_kw, ptr, fmt::format("together with minLength/maxLength ({})", sym.status().message()));
+    }
+    body = *sym;
+  } else if (pattern) {
     KEEL_ASSIGN_OR_RETURN(body, pattern_string(*pattern, true, ptr + "/" + pattern_kw));
   } else if (has_len) {
     const int64_t max = max_len ? std::min<int64_t>(*max_len, INT64_MAX) : -1;

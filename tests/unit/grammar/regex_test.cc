@@ -119,6 +119,14 @@ TEST(Regex, WithLengthMatchesPcre2AndTheLength) {
   EXPECT_FALSE(accepts(g, "éüé"));
 }
 
+TEST(Regex, MatchesEverythingOnlyWhenItDoes) {
+  for (const char* pat : {"", ".*", "a*", "^a*", "a?$", "x|.*", "(ab)*"}) EXPECT_TRUE(regex_matches_everything(pat)) << pat;
+  // "^.*$" fails on "a\nb" ('.' is not a line terminator); the others on "" or on "b".
+  for (const char* pat : {"^.*$", ".+", "^a*$", "a", "^$", "(", "(?=a)"}) EXPECT_FALSE(regex_matches_everything(pat)) << pat;
+  Pcre newline("^.*$", false);
+  EXPECT_FALSE(newline.match("a\nb"));
+}
+
 TEST(Regex, UnicodeClassesAsUtf8) {
   for (const char* pat : {"[é-ü]", "[^a]", ".", "[\\u0100-\\uFFFF]+", "😀|x"}) {
     Pcre pcre(pat, true);

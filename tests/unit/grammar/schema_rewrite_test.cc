@@ -70,6 +70,20 @@ TEST(SchemaRewrite, OverlappingOneOfAcceptsExactlyOneBranch) {
   for (const Case& c : cases) EXPECT_EQ(accepts(c.schema, c.instance), c.valid) << c.schema << " " << c.instance;
 }
 
+TEST(SchemaRewrite, PatternPropertiesMatchingEveryKey) {
+  const char* all = R"({"properties":{"a":{"type":"integer"}},"patternProperties":{".*":{"minimum":0}},
+                        "additionalProperties":false})";
+  const Case cases[] = {
+      {all, R"({"a":1,"b":2})", true},  // every key matches ".*", so additionalProperties never applies
+      {all, R"({"a":-1})", false},      // "a" matches the pattern too
+      {all, R"({"a":"x"})", false},
+      {all, R"({"b":-2})", false},
+      {all, R"({"b":"x"})", true},      // minimum only constrains numbers
+      {all, "{}", true},
+  };
+  for (const Case& c : cases) EXPECT_EQ(accepts(c.schema, c.instance), c.valid) << c.schema << " " << c.instance;
+}
+
 TEST(SchemaRewrite, InexactCasesAreUnsupportedNamingTheKeyword) {
   const char* bad[] = {
       R"({"oneOf":[{"minLength":2},{"maxLength":4}]})",
