@@ -7,7 +7,9 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/status.h"
 #include "grammar/char_class.h"
@@ -24,6 +26,12 @@ struct RegexOptions {
 
 // A symbol matching exactly the strings the pattern accepts under `opts`.
 Result<Symbol> regex_to_symbol(GrammarBuilder& b, std::string_view pattern, const RegexOptions& opts);
+// Keys by pattern (regex_keys.cc): the strings `pattern` matches (search semantics) that are none of
+// `names`, or the strings that match neither. Exact (the pattern is determinised); kUnsupported
+// past a state cap. Quotes not included.
+enum class KeySet { kPatternMinusNames, kNeither };
+Result<Symbol> regex_key_set(GrammarBuilder& b, std::string_view pattern, const std::vector<std::string>& names,
+                             KeySet which, CharEncoding enc);
 // Whether a JSON Schema (search-semantics) pattern matches every string: some top-level alternative
 // matches the empty string and is not anchored at both ends. False when unsure or invalid.
 bool regex_matches_everything(std::string_view pattern);

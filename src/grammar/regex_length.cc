@@ -13,40 +13,23 @@
 
 #include "grammar/regex.h"
 #include "grammar/regex_ast.h"
+#include "grammar/regex_nfa.h"
 
 namespace keel::grammar {
 namespace {
 
+using regex_detail::Nfa;
 using regex_detail::Node;
 
 constexpr size_t kMaxStates = 4'096;
 constexpr size_t kMaxProductRules = 40'000;
-
-struct Nfa {
-  struct Edge {
-    int cls;  // index into classes, -1 = epsilon
-    int to;
-  };
-  std::vector<std::vector<Edge>> out;
-  std::vector<CharClass> classes;
-
-  int add_state() {
-    out.emplace_back();
-    return static_cast<int>(out.size() - 1);
-  }
-  void eps(int from, int to) { out[static_cast<size_t>(from)].push_back({-1, to}); }
-  void edge(int from, const CharClass& c, int to) {
-    classes.push_back(c);
-    out[static_cast<size_t>(from)].push_back({static_cast<int>(classes.size() - 1), to});
-  }
-};
 
 Status too_large() {
   return make_error(ErrorCode::kUnsupported, "pattern with a length range is too large to intersect exactly");
 }
 
 // Appends n's automaton after state `from`; returns its exit state.
-Result<int> build(Nfa& a, const Node& n, int from) {
+Result<int> build_nfa(Nfa& a, const Node& n, int from) {
   if (a.out.size() > kMaxStates) return too_large();
   switch (n.kind) {
     case Node::Kind::kClass: {
@@ -57,7 +40,7 @@ Result<int> build(Nfa& a, const Node& n, int from) {
     case Node::Kind::kSeq: {
       int cur = from;
       for (const Node& k : n.kids) {
-        KEEL_ASSIGN_OR_RETURN(cur, build(a, k, cur));
+        KEEL_ASSIGN_OR_RETURN(cur, build_nfa(a, k, cur));
       }
       return cur;
     }
@@ -66,7 +49,7 @@ Result<int> build(Nfa& a, const Node& n, int from) {
       for (const Node& k : n.kids) {
         int s = a.add_state();
         a.eps(from, s);
-        KEEL_ASSIGN_OR_RETURN(int e, build(a, k, s));
+        KEEL_ASSIGN_OR_RETURN(int e, build_nfa(a, k, s));
         a.eps(e, exit);
       }
       return exit;
@@ -74,19 +57,19 @@ Result<int> build(Nfa& a, const Node& n, int from) {
     case Node::Kind::kRepeat: {
       int cur = from;
       for (int64_t i = 0; i < n.min; ++i) {
-        KEEL_ASSIGN_OR_RETURN(cur, build(a, n.kids[0], cur));
+        KEEL_ASSIGN_OR_RETURN(cur, build_nfa(a, n.kids[0], cur));
       }
       if (n.max < 0) {
         int loop = a.add_state();
         a.eps(cur, loop);
-        KEEL_ASSIGN_OR_RETURN(int e, build(a, n.kids[0], loop));
+        KEEL_ASSIGN_OR_RETURN(int e, build_nfa(a, n.kids[0], loop));
         a.eps(e, loop);
         return loop;
       }
       int exit = a.add_state();
       a.eps(cur, exit);
       for (int64_t i = n.min; i < n.max; ++i) {
-        KEEL_ASSIGN_OR_RETURN(cur, build(a, n.kids[0], cur));
+        KEEL_ASSIGN_OR_RETURN(cur, build_nfa(a, n.kids[0], cur));
         a.eps(cur, exit);
       }
       return exit;
@@ -96,39 +79,6 @@ Result<int> build(Nfa& a, const Node& n, int from) {
       return make_error(ErrorCode::kUnsupported, "regex anchor ^ or $ inside the pattern is not supported");
   }
   return from;
-}
-
-// Whole-pattern automaton from state 0 to the returned final state, anchors handled per top-level
-// alternative as regex.cc does.
-Result<std::pair<Nfa, int>> pattern_nfa(std::string_view pattern, bool search) {
-  KEEL_ASSIGN_OR_RETURN(Node root, regex_detail::parse_regex(pattern));
-  std::vector<Node> tops;
-  if (root.kind == Node::Kind::kAlt) {
-    tops = std::move(root.kids);
-  } else {
-    tops.push_back(std::move(root));
-  }
-  Nfa a;
-  const int start = a.add_state(), final = a.add_state();
-  for (Node& n : tops) {
-    if (n.kind != Node::Kind::kSeq) {
-      Node seq{Node::Kind::kSeq};
-      seq.kids.push_back(std::move(n));
-      n = std::move(seq);
-    }
-    bool begin = !search, end = !search;
-    if (!n.kids.empty() && n.kids.front().kind == Node::Kind::kBegin) begin = true, n.kids.erase(n.kids.begin());
-    if (!n.kids.empty() && n.kids.back().kind == Node::Kind::kEnd) end = true, n.kids.pop_back();
-    int s = a.add_state();
-    a.eps(start, s);
-    if (!begin) a.edge(s, CharClass::any(), s);
-    KEEL_ASSIGN_OR_RETURN(int e, build(a, n, s));
-    int t = a.add_state();
-    a.eps(e, t);
-    if (!end) a.edge(t, CharClass::any(), t);
-    a.eps(t, final);
-  }
-  return std::make_pair(std::move(a), final);
 }
 
 std::vector<int> closure(const Nfa& a, int s) {
@@ -153,6 +103,39 @@ bool nullable(const Node& n) {
 }
 
 }  // namespace
+
+// Whole-pattern automaton from state 0 to the returned final state, anchors handled per top-level
+// alternative as regex.cc does.
+Result<std::pair<Nfa, int>> regex_detail::pattern_nfa(std::string_view pattern, bool search) {
+  KEEL_ASSIGN_OR_RETURN(Node root, regex_detail::parse_regex(pattern));
+  std::vector<Node> tops;
+  if (root.kind == Node::Kind::kAlt) {
+    tops = std::move(root.kids);
+  } else {
+    tops.push_back(std::move(root));
+  }
+  Nfa a;
+  const int start = a.add_state(), final = a.add_state();
+  for (Node& n : tops) {
+    if (n.kind != Node::Kind::kSeq) {
+      Node seq{Node::Kind::kSeq};
+      seq.kids.push_back(std::move(n));
+      n = std::move(seq);
+    }
+    bool begin = !search, end = !search;
+    if (!n.kids.empty() && n.kids.front().kind == Node::Kind::kBegin) begin = true, n.kids.erase(n.kids.begin());
+    if (!n.kids.empty() && n.kids.back().kind == Node::Kind::kEnd) end = true, n.kids.pop_back();
+    int s = a.add_state();
+    a.eps(start, s);
+    if (!begin) a.edge(s, CharClass::any(), s);
+    KEEL_ASSIGN_OR_RETURN(int e, build_nfa(a, n, s));
+    int t = a.add_state();
+    a.eps(e, t);
+    if (!end) a.edge(t, CharClass::any(), t);
+    a.eps(t, final);
+  }
+  return std::make_pair(std::move(a), final);
+}
 
 bool regex_matches_everything(std::string_view pattern) {
   auto root = regex_detail::parse_regex(pattern);
@@ -180,7 +163,7 @@ bool regex_matches_everything(std::string_view pattern) {
 
 Result<Symbol> regex_with_length(GrammarBuilder& b, std::string_view pattern, const RegexOptions& opts, int64_t min_len,
                                  int64_t max_len) {
-  KEEL_ASSIGN_OR_RETURN(auto nfa_final, pattern_nfa(pattern, opts.search));
+  KEEL_ASSIGN_OR_RETURN(auto nfa_final, regex_detail::pattern_nfa(pattern, opts.search));
   const Nfa& a = nfa_final.first;
   const int final = nfa_final.second;
   // Counter values: 0..max_len, or 0..min_len with min_len meaning "min_len or more".

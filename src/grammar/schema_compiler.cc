@@ -325,8 +325,45 @@ Result<Symbol> SchemaCompiler::compile_typed(const Json& s, const std::string& p
   return b_.choice(std::move(alts), "typed");
 }
 
+// One value of an enum/const: objects and arrays with the whitespace policy between their tokens
+// (keys in the listed order), numbers in each spelling of their value that JSON allows without an
+// exponent change ("1", "1.0" for an integral value; the dumped text otherwise).
 Sequence SchemaCompiler::literal_value(const Json& v) {
-  return b_.literal(v.dump(-1, ' ', false, Json::error_handler_t::replace));
+  auto dump = [](const Json& x) { return x.dump(-1, ' ', false, Json::error_handler_t::replace); };
+  auto append = [](Sequence& out, const Sequence& more) { out.insert(out.end(), more.begin(), more.end()); };
+  if (v.is_object() || v.is_array()) {
+    const bool obj = v.is_object();
+    Sequence out{b_.byte(obj ? '{' : '[')};
+    bool first = true;
+    for (auto& [k, x] : v.items()) {
+      if (!first) {
+        append(out, ws());
+        out.push_back(b_.byte(','));
+      }
+      first = false;
+      append(out, ws());
+      if (obj) {
+        append(out, b_.literal(dump(Json(k))));
+        append(out, ws());
+        out.push_back(b_.byte(':'));
+        append(out, ws());
+      }
+      append(out, literal_value(x));
+    }
+    append(out, ws());
+    out.push_back(b_.byte(obj ? '}' : ']'));
+    return out;
+  }
+  if (v.is_number()) {
+    const double d = v.get<double>();
+    if (std::isfinite(d) && std::floor(d) == d && std::fabs(d) < 9.0e15) {
+      const std::string whole = fmt::format("{}", static_cast<int64_t>(d));
+      std::vector<Sequence> alts{b_.literal(whole), b_.literal(whole + ".0")};
+      if (dump(v) != whole && dump(v) != whole + ".0") alts.push_back(b_.literal(dump(v)));
+      return {b_.choice(std::move(alts), "number_literal")};
+    }
+  }
+  return b_.literal(dump(v));
 }
 
 }  // namespace keel::grammar::detail

@@ -13,6 +13,7 @@
 
 #include "grammar/grammar.h"
 #include "grammar/json_schema.h"
+#include "grammar/regex.h"
 
 namespace keel::grammar::detail {
 
@@ -69,6 +70,9 @@ class SchemaCompiler {
   Result<Symbol> compile_number(const Json& s, const std::string& ptr, bool integer);
   Result<Symbol> key_not_in(const std::vector<std::string>& names);
   Result<Symbol> pattern_string(const std::string& pattern, bool search, const std::string& ptr);
+  Result<bool> pattern_matches(const std::string& pattern, const std::string& name, const std::string& ptr);
+  Result<Symbol> key_set(const std::string& pattern, const std::vector<std::string>& names, KeySet which,
+                         const std::string& ptr);
 
   Sequence ws();
   Sequence literal_value(const Json& v);

@@ -4,9 +4,9 @@
 #include <cmath>
 #include <map>
 
-#include <pcre2.h>
-
 #include "grammar/char_class.h"
+#include "grammar/compiled_grammar.h"
+#include "grammar/earley.h"
 #include "grammar/json_formats.h"
 #include "grammar/json_number.h"
 #include "grammar/regex.h"
@@ -46,20 +46,6 @@ Result<std::optional<int64_t>> count_keyword(const Json& s, std::string_view key
   if (v.is_number_float() && v.get<double>() >= 0 && v.get<double>() == static_cast<double>(static_cast<int64_t>(v.get<double>())))
     return std::optional<int64_t>(static_cast<int64_t>(v.get<double>()));
   return bad(key, ptr, "a non-negative integer");
-}
-
-// Whether a (JSON Schema, unanchored) pattern matches `subject`, by PCRE2 as an independent engine.
-Result<bool> pcre2_search(const std::string& pattern, const std::string& subject, const std::string& ptr) {
-  int err = 0;
-  PCRE2_SIZE off = 0;
-  pcre2_code* re = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
-                                 PCRE2_UTF | PCRE2_DOLLAR_ENDONLY | PCRE2_ALT_BSUX, &err, &off, nullptr);
-  if (!re) return unsupported("patternProperties", ptr, "pattern not understood");
-  pcre2_match_data* md = pcre2_match_data_create_from_pattern(re, nullptr);
-  int rc = pcre2_match(re, reinterpret_cast<PCRE2_SPTR>(subject.data()), subject.size(), 0, 0, md, nullptr);
-  pcre2_match_data_free(md);
-  pcre2_code_free(re);
-  return rc >= 0;
 }
 
 }  // namespace
@@ -116,6 +102,31 @@ Symbol SchemaCompiler::any_value() {
                        b_.literal("true"), b_.literal("false"), b_.literal("null")})
     b_.add_alt(value, std::move(alt));
   return *any_value_;
+}
+
+// Whether a (JSON Schema, unanchored) pattern matches `name`, by keel's own regex front end, so the
+// split between listed names and pattern keys agrees with the key grammars.
+Result<bool> SchemaCompiler::pattern_matches(const std::string& pattern, const std::string& name,
+                                             const std::string& ptr) {
+  GrammarBuilder b;
+  RuleId root = b.add_rule("match");
+  auto sym = regex_to_symbol(b, pattern, {.encoding = CharEncoding::kUtf8, .search = true});
+  if (!sym.ok()) return sym.status().with_context(fmt::format("pattern at '#{}/patternProperties'", ptr));
+  b.add_alt(root, {*sym});
+  KEEL_ASSIGN_OR_RETURN(Grammar g, b.finish(root));
+  CompiledGrammar cg(std::move(g));
+  EarleyParser p(cg);
+  return p.push_bytes(name) && p.can_end();
+}
+
+Result<Symbol> SchemaCompiler::key_set(const std::string& pattern, const std::vector<std::string>& names, KeySet which,
+                                       const std::string& ptr) {
+  auto sym = regex_key_set(b_, pattern, names, which, CharEncoding::kJsonString);
+  if (!sym.ok()) {
+    if (sym.status().code() != ErrorCode::kUnsupported) return sym.status().with_context(fmt::format("pattern at '#{}'", ptr));
+    return unsupported("patternProperties", ptr, sym.status().message());
+  }
+  return sym;
 }
 
 Result<Symbol> SchemaCompiler::pattern_string(const std::string& pattern, bool search, const std::string& ptr) {
@@ -203,18 +214,31 @@ Result<Symbol> SchemaCompiler::compile_object(const Json& s, const std::string& 
     }
     if (all_true && addl != false) {
       addl = true;
-    } else if (addl == false && pp.size() == 1) {
+    } else if (pp.size() == 1) {
       pattern_extra.emplace(pp.begin().key(), pp.begin().value());
     } else {
-      return unsupported("patternProperties", ptr, "only a single pattern with additionalProperties false");
+      return unsupported("patternProperties", ptr, "several patterns (only one, or several with trivial schemas)");
     }
   }
+  // Listed and required names the pattern matches need its schema too (keel's own regex decides).
+  std::vector<std::string> matched;
+  if (pattern_extra) {
+    std::vector<std::string> listed = required;
+    if (s.contains("properties") && s["properties"].is_object())
+      for (auto& [name, v] : s["properties"].items()) listed.push_back(name);
+    for (const std::string& n : listed) {
+      KEEL_ASSIGN_OR_RETURN(bool hit, pattern_matches(pattern_extra->first, n, ptr));
+      if (hit && std::find(matched.begin(), matched.end(), n) == matched.end()) matched.push_back(n);
+    }
+  }
+  auto is_matched = [&](const std::string& n) { return std::find(matched.begin(), matched.end(), n) != matched.end(); };
   std::vector<Prop> props;
   std::vector<std::string> names;
   if (s.contains("properties")) {
     if (!s["properties"].is_object()) return bad("properties", ptr, "an object");
     for (auto& [name, sub] : s["properties"].items()) {
-      KEEL_ASSIGN_OR_RETURN(Symbol v, compile(sub, ptr + "/properties/" + pointer_escape(name), depth + 1));
+      const Json both = is_matched(name) ? Json{{"allOf", Json::array({sub, pattern_extra->second})}} : sub;
+      KEEL_ASSIGN_OR_RETURN(Symbol v, compile(both, ptr + "/properties/" + pointer_escape(name), depth + 1));
       bool req = std::find(required.begin(), required.end(), name) != required.end();
       props.push_back({name, v, req});
       names.push_back(name);
@@ -223,8 +247,8 @@ Result<Symbol> SchemaCompiler::compile_object(const Json& s, const std::string& 
   for (const std::string& r : required) {
     if (std::find(names.begin(), names.end(), r) != names.end()) continue;
     Symbol v;
-    if (pattern_extra) {
-      return unsupported("patternProperties", ptr, "a required property outside 'properties'");
+    if (is_matched(r)) {
+      KEEL_ASSIGN_OR_RETURN(v, compile(pattern_extra->second, ptr + "/patternProperties", depth + 1));
     } else if (addl == false) {
       v = b_.never("forbidden_required");
     } else {
@@ -236,16 +260,26 @@ Result<Symbol> SchemaCompiler::compile_object(const Json& s, const std::string& 
   std::optional<Symbol> extra_kv;
   auto kv_tail = [&](Symbol value) { Sequence t = ws(); t.push_back(b_.byte(':')); auto w = ws(); t.insert(t.end(), w.begin(), w.end()); t.push_back(value); return t; };
   if (pattern_extra) {
-    for (const std::string& n : names) {
-      KEEL_ASSIGN_OR_RETURN(bool hit, pcre2_search(pattern_extra->first, n, ptr));
-      if (hit) return unsupported("patternProperties", ptr, fmt::format("pattern also matches property '{}'", n));
+    const std::string pptr = ptr + "/patternProperties/" + pointer_escape(pattern_extra->first);
+    // Keys the pattern matches, other than the listed names (whose kv pairs come first).
+    Symbol key;
+    if (matched.empty()) {
+      KEEL_ASSIGN_OR_RETURN(key, pattern_string(pattern_extra->first, true, ptr + "/patternProperties"));
+    } else {
+      KEEL_ASSIGN_OR_RETURN(key, key_set(pattern_extra->first, names, KeySet::kPatternMinusNames, pptr));
     }
-    KEEL_ASSIGN_OR_RETURN(Symbol key, pattern_string(pattern_extra->first, true, ptr + "/patternProperties"));
-    KEEL_ASSIGN_OR_RETURN(Symbol value, compile(pattern_extra->second, ptr + "/patternProperties/" +
-                                                                          pointer_escape(pattern_extra->first), depth + 1));
+    KEEL_ASSIGN_OR_RETURN(Symbol value, compile(pattern_extra->second, pptr, depth + 1));
     Sequence kv{b_.byte('"'), key, b_.byte('"')};
     for (Symbol x : kv_tail(value)) kv.push_back(x);
-    extra_kv = b_.group(std::move(kv), "extra_kv");
+    std::vector<Sequence> alts{{b_.group(std::move(kv), "pattern_kv")}};
+    if (addl != false) {  // keys matching neither the pattern nor a name: additionalProperties
+      KEEL_ASSIGN_OR_RETURN(Symbol other, key_set(pattern_extra->first, names, KeySet::kNeither, pptr));
+      KEEL_ASSIGN_OR_RETURN(Symbol other_value, compile(addl, ptr + "/additionalProperties", depth + 1));
+      Sequence okv{b_.byte('"'), other, b_.byte('"')};
+      for (Symbol x : kv_tail(other_value)) okv.push_back(x);
+      alts.push_back({b_.group(std::move(okv), "other_kv")});
+    }
+    extra_kv = b_.choice(std::move(alts), "extra_kv");
   } else if (addl != false) {
     KEEL_ASSIGN_OR_RETURN(Symbol key, key_not_in(names));
     KEEL_ASSIGN_OR_RETURN(Symbol value, compile(addl, ptr + "/additionalProperties", depth + 1));

@@ -36,12 +36,14 @@ std::string error_key(const std::string& msg) {
 constexpr long kSearchBudget = 5'000;
 
 // Runs one schema with its instances; returns whether every instance was classified correctly.
+// `opts.whitespace` kBounded: instances are written with a space after every '{' '[' ',' ':' and
+// before every '}' ']' (and "{ }" for an empty object is not tried: compact "{}" is).
 bool run_schema(const Json& schema, const std::vector<std::pair<Json, bool>>& cases, const std::string& name,
-                Figures& fig) {
+                Figures& fig, const JsonGrammarOptions& opts = {}) {
   ++fig.schemas;
   fig.tests += static_cast<int>(cases.size());
   // A generous time budget: the figures must not depend on how loaded the test machine is.
-  auto g = json_schema_grammar(schema, {}, {.max_compile_ms = 120'000});
+  auto g = json_schema_grammar(schema, opts, {.max_compile_ms = 120'000});
   if (!g.ok()) {
     ++fig.errors[error_key(g.status().message())];
     if (std::getenv("KEEL_CORPUS_DETAIL")) std::printf("  REJECT %s: %s\n", name.c_str(), g.status().message().c_str());
@@ -54,7 +56,7 @@ bool run_schema(const Json& schema, const std::vector<std::pair<Json, bool>>& ca
   bool all = true;
   for (const auto& [data, valid] : cases) {
     const std::string text = compact(reorder_keys(data, order));
-    SpellingSearch search(cg, order, kSearchBudget);
+    SpellingSearch search(cg, order, kSearchBudget, opts.whitespace == WhitespacePolicy::kBounded ? " " : "");
     const bool got = search.accepts(data);
     fig.searches_exhausted += search.exhausted();
     if (got == valid) {
@@ -113,6 +115,32 @@ TEST(GrammarCorpus, MaskBenchSoundAndCovered) {
   const Json r = ratchet();
   EXPECT_GE(fig.compiled, r["maskbench_compiled"].get<int>());
   EXPECT_GE(fig.passing, r["maskbench_passing"].get<int>());
+}
+
+// The flexible whitespace policy over every 4th MaskBench schema: zero false accepts with spaced
+// instances, and the same instances right as compact output (whitespace changes no verdict).
+TEST(GrammarCorpus, MaskBenchSoundWithFlexibleWhitespace) {
+  const std::string dir = shared_data_dir() + "/maskbench-dev";
+  ASSERT_TRUE(fs::is_directory(dir)) << dir << " is missing (the shared data folder of this workspace)";
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".json") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  Figures compact_fig, spaced_fig;
+  const JsonGrammarOptions flexible{.whitespace = WhitespacePolicy::kBounded};
+  for (size_t i = 0; i < files.size(); i += 4) {
+    Json doc = load_json(files[i].string());
+    std::vector<std::pair<Json, bool>> cases;
+    for (const Json& t : doc["tests"]) cases.emplace_back(t["data"], t["valid"].get<bool>());
+    run_schema(doc["schema"], cases, files[i].filename().string(), compact_fig);
+    run_schema(doc["schema"], cases, files[i].filename().string(), spaced_fig, flexible);
+  }
+  print("maskbench-dev every 4th, compact", compact_fig);
+  print("maskbench-dev every 4th, flexible whitespace", spaced_fig);
+  EXPECT_EQ(spaced_fig.false_accepts, 0);
+  EXPECT_EQ(spaced_fig.compiled, compact_fig.compiled);
+  EXPECT_EQ(spaced_fig.passing, compact_fig.passing);
+  EXPECT_GE(spaced_fig.passing, ratchet()["maskbench_every4_flexible_passing"].get<int>());
 }
 
 TEST(GrammarCorpus, JsonSchemaTestSuiteSound) {

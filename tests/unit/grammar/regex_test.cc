@@ -3,6 +3,8 @@
 // when PCRE2 matches it — whole-string matches and JSON Schema's unanchored search alike.
 #include <pcre2.h>
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "grammar/compiled_grammar.h"
@@ -117,6 +119,31 @@ TEST(Regex, WithLengthMatchesPcre2AndTheLength) {
   EXPECT_TRUE(accepts(g, "éü"));
   EXPECT_FALSE(accepts(g, "é"));
   EXPECT_FALSE(accepts(g, "éüé"));
+}
+
+// Keys by pattern (patternProperties next to additionalProperties): the pattern's matches minus
+// listed names, and the strings matching neither, against PCRE2 on every short string.
+TEST(Regex, KeySetsMatchPcre2) {
+  const std::vector<std::string> inputs = strings_over("ab-.1c ", 4);
+  const std::vector<std::string> names = {"a", "ab", "c c", ""};
+  for (const char* pat : kPatterns) {
+    Pcre pcre(pat, false);
+    for (KeySet which : {KeySet::kPatternMinusNames, KeySet::kNeither}) {
+      GrammarBuilder b;
+      RuleId root = b.add_rule("root");
+      auto sym = regex_key_set(b, pat, names, which, CharEncoding::kUtf8);
+      ASSERT_TRUE(sym.ok()) << pat << ": " << sym.status().to_string();
+      b.add_alt(root, {*sym});
+      CompiledGrammar g(*b.finish(root));
+      int mismatches = 0;
+      for (const std::string& s : inputs) {
+        const bool named = std::find(names.begin(), names.end(), s) != names.end();
+        const bool want = !named && (which == KeySet::kPatternMinusNames ? pcre.match(s) : !pcre.match(s));
+        if (accepts(g, s) != want && ++mismatches <= 3)
+          ADD_FAILURE() << "/" << pat << "/ " << static_cast<int>(which) << " on '" << s << "': keel " << !want;
+      }
+    }
+  }
 }
 
 TEST(Regex, MatchesEverythingOnlyWhenItDoes) {

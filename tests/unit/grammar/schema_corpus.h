@@ -117,8 +117,11 @@ inline std::vector<std::string> number_spellings(const std::string& t) {
 // `exhausted` tells when it ran out (then "not accepted" only covers the orders tried).
 class SpellingSearch {
  public:
-  SpellingSearch(const CompiledGrammar& g, const std::unordered_map<std::string, size_t>& order, long budget)
-      : p_(g), order_(order), budget_(budget) {}
+  // `space`: written after every '{' '[' ',' ':' and before every '}' ']' (" " gives the
+  // `json.dumps` look, "" compact JSON).
+  SpellingSearch(const CompiledGrammar& g, const std::unordered_map<std::string, size_t>& order, long budget,
+                 std::string space = "")
+      : p_(g), order_(order), budget_(budget), sp_(std::move(space)) {}
 
   bool accepts(const Json& v) { return emit(v, [&] { return p_.can_end(); }); }
   bool exhausted() const { return budget_ < 0; }
@@ -141,7 +144,7 @@ class SpellingSearch {
       return false;
     }
     if (v.is_array()) {
-      return push_then("[", [&] { return elements(v, 0, k); });
+      return push_then("[" + sp_, [&] { return elements(v, 0, k); });
     }
     if (!v.is_object()) return push_then(compact(v), k);
     std::vector<std::string> keys;
@@ -151,21 +154,21 @@ class SpellingSearch {
       return (ia == order_.end() ? SIZE_MAX : ia->second) < (ib == order_.end() ? SIZE_MAX : ib->second);
     });
     std::vector<bool> used(keys.size());
-    return push_then("{", [&] { return members(v, keys, used, 0, k); });
+    return push_then("{" + sp_, [&] { return members(v, keys, used, 0, k); });
   }
 
   bool elements(const Json& arr, size_t i, const Cont& k) {
-    if (i == arr.size()) return push_then("]", k);
-    return push_then(i == 0 ? "" : ",", [&] { return emit(arr[i], [&] { return elements(arr, i + 1, k); }); });
+    if (i == arr.size()) return push_then(i == 0 ? "]" : sp_ + "]", k);
+    return push_then(i == 0 ? "" : "," + sp_, [&] { return emit(arr[i], [&] { return elements(arr, i + 1, k); }); });
   }
 
   bool members(const Json& obj, const std::vector<std::string>& keys, std::vector<bool>& used, size_t n,
                const Cont& k) {
-    if (n == keys.size()) return push_then("}", k);
+    if (n == keys.size()) return push_then(n == 0 ? "}" : sp_ + "}", k);
     for (size_t i = 0; i < keys.size() && budget_ >= 0; ++i) {
       if (used[i]) continue;
       used[i] = true;
-      const std::string head = (n == 0 ? "" : ",") + compact(Json(keys[i])) + ":";
+      const std::string head = (n == 0 ? "" : "," + sp_) + compact(Json(keys[i])) + ":" + sp_;
       const bool ok = push_then(head, [&] { return emit(obj[keys[i]], [&] { return members(obj, keys, used, n + 1, k); }); });
       used[i] = false;
       if (ok) return true;
@@ -176,6 +179,7 @@ class SpellingSearch {
   EarleyParser p_;
   const std::unordered_map<std::string, size_t>& order_;
   long budget_;
+  std::string sp_;
 };
 
 }  // namespace keel::grammar::test

@@ -84,6 +84,40 @@ TEST(SchemaRewrite, PatternPropertiesMatchingEveryKey) {
   for (const Case& c : cases) EXPECT_EQ(accepts(c.schema, c.instance), c.valid) << c.schema << " " << c.instance;
 }
 
+TEST(SchemaRewrite, PatternPropertiesBesideAdditionalProperties) {
+  const char* typed = R"({"properties":{"ab":{"type":"integer"},"b":{}},"patternProperties":{"^a":{"type":"string"}},
+                          "additionalProperties":{"type":"boolean"}})";
+  const char* open = R"({"patternProperties":{"^[a-z]+$":{"type":"integer"}}})";
+  const char* closed = R"({"properties":{"ab":{"minimum":3}},"required":["ac"],"patternProperties":{"^a":{"type":"integer"}},
+                           "additionalProperties":false})";
+  const Case cases[] = {
+      {typed, R"({"ab":1})", false},  // "ab" matches ^a: integer and string
+      {typed, R"({"ab":"x"})", false},
+      {typed, R"({"ax":"s"})", true},
+      {typed, R"({"ax":1})", false},
+      {typed, R"({"c":true})", true},
+      {typed, R"({"c":"s"})", false},
+      {typed, R"({"":false})", true},
+      {typed, R"({"b":"s"})", true},  // listed: additionalProperties does not apply
+      {typed, R"({"ba":"s"})", false},
+      {open, R"({"abc":1})", true},
+      {open, R"({"abc":"x"})", false},
+      {open, R"({"ABC":"x"})", true},
+      {open, R"({"a-b":"x"})", true},
+      {open, R"({"":"x"})", true},
+      {open, R"({"a\"":"x"})", true},
+      {open, R"({"abc":1,"ABC":[],"zz":2})", true},
+      {closed, R"({"ac":1})", true},
+      {closed, R"({"ac":"1"})", false},
+      {closed, R"({"ab":2,"ac":1})", false},  // ab: minimum 3 and integer
+      {closed, R"({"ab":3,"ac":1})", true},
+      {closed, R"({"ab":3.5,"ac":1})", false},
+      {closed, R"({"ac":1,"ad":2})", true},
+      {closed, R"({"ac":1,"b":2})", false},
+  };
+  for (const Case& c : cases) EXPECT_EQ(accepts(c.schema, c.instance), c.valid) << c.schema << " " << c.instance;
+}
+
 TEST(SchemaRewrite, InexactCasesAreUnsupportedNamingTheKeyword) {
   const char* bad[] = {
       R"({"oneOf":[{"minLength":2},{"maxLength":4}]})",
