@@ -231,12 +231,17 @@ Result<Symbol> SchemaCompiler::compile_any_of(const Json& s, const std::string& 
     raw.push_back(std::move(item));
     branches.push_back(std::move(merged));
   }
+  const std::vector<Json> merged = branches;
   if (key == "oneOf") {
     KEEL_ASSIGN_OR_RETURN(branches, exclusive_branches(branches, raw, ptr));
   }
   std::vector<Sequence> alts;
   for (size_t i = 0; i < branches.size(); ++i) {
-    KEEL_ASSIGN_OR_RETURN(Symbol sym, compile(branches[i], ptr + "/" + key + "/" + std::to_string(i), depth + 1));
+    // A bare {"$ref"} branch with nothing merged into it compiles as a reference (one rule per
+    // target), so recursion through anyOf/oneOf branches is not unrolled.
+    const bool bare_ref = items[i].is_object() && items[i].contains("$ref") && !has_assertions(items[i], {"$ref"}) &&
+                          !has_assertions(base, {}) && branches[i] == merged[i];
+    KEEL_ASSIGN_OR_RETURN(Symbol sym, compile(bare_ref ? items[i] : branches[i], ptr + "/" + key + "/" + std::to_string(i), depth + 1));
     alts.push_back({sym});
   }
   return b_.choice(std::move(alts), key);

@@ -101,7 +101,10 @@ TEST(GrammarCorpus, MaskBenchSoundAndCovered) {
   std::sort(files.begin(), files.end());
   ASSERT_GT(files.size(), 1000u);
   Figures fig;
+  const bool partial = std::getenv("KEEL_CORPUS_ONLY") != nullptr;
+  const char* only = std::getenv("KEEL_CORPUS_ONLY");  // a file name substring, to look at a few schemas
   for (const fs::path& p : files) {
+    if (only && p.filename().string().find(only) == std::string::npos) continue;
     Json doc = load_json(p.string());
     std::vector<std::pair<Json, bool>> cases;
     for (const Json& t : doc["tests"]) cases.emplace_back(t["data"], t["valid"].get<bool>());
@@ -112,6 +115,7 @@ TEST(GrammarCorpus, MaskBenchSoundAndCovered) {
   }
   print("maskbench-dev", fig);
   EXPECT_EQ(fig.false_accepts, 0);
+  if (partial) return;
   const Json r = ratchet();
   EXPECT_GE(fig.compiled, r["maskbench_compiled"].get<int>());
   EXPECT_GE(fig.passing, r["maskbench_passing"].get<int>());
