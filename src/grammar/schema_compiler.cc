@@ -110,7 +110,7 @@ Result<Symbol> SchemaCompiler::compile_object_schema(const Json& s, const std::s
 
 Status SchemaCompiler::check_keywords(const Json& s, const std::string& ptr) const {
   for (auto& [k, v] : s.items()) {
-    if (k == "contains" || k == "$dynamicRef" || k == "$recursiveRef") return unsupported(k, ptr);
+    if (k == "$dynamicRef" || k == "$recursiveRef") return unsupported(k, ptr);
     if (k == "if" && (s.contains("then") || s.contains("else"))) return unsupported("if", ptr);
     if (k == "propertyNames" && !trivially_true(v)) return unsupported(k, ptr);
     if (k == "unevaluatedItems" && !trivially_true(v)) return unsupported(k, ptr);

@@ -66,6 +66,7 @@ class SchemaCompiler {
   // schema_types.cc
   Result<Symbol> compile_object(const Json& s, const std::string& ptr, int depth);
   Result<Symbol> compile_array(const Json& s, const std::string& ptr, int depth);
+  Result<std::optional<Symbol>> compile_contains(const Json& s, const std::string& ptr, int depth);
   Result<Symbol> compile_string(const Json& s, const std::string& ptr);
   Result<Symbol> compile_number(const Json& s, const std::string& ptr, bool integer);
   Result<Symbol> key_not_in(const std::vector<std::string>& names);

@@ -89,6 +89,11 @@ Result<Json> merge_schemas(const Json& a, const Json& b, const std::string& ptr)
     for (const char* k : {"prefixItems", "items", "additionalItems"})
       if (a.contains(k) != b.contains(k) || (a.contains(k) && a[k] != b[k])) return unsupported_merge(k, ptr);
   }
+  // minContains/maxContains belong to the `contains` beside them.
+  for (const char* k : {"minContains", "maxContains"}) {
+    if ((a.contains(k) || b.contains(k)) && a.value("contains", Json()) != b.value("contains", Json()))
+      return unsupported_merge(k, ptr);
+  }
   Json out = a;
   KEEL_RETURN_IF_ERROR(merge_objects(out, b, ptr));
   for (auto& [k, v] : b.items()) {

@@ -339,7 +339,52 @@ Result<Symbol> SchemaCompiler::compile_object(const Json& s, const std::string& 
   return b_.group(std::move(obj), "object");
 }
 
+// `contains` with minContains m (default 1): arrays with at least m items matching it, every item
+// matching `items`. Left-linear over "items so far that match contains" (saturating at m).
+Result<std::optional<Symbol>> SchemaCompiler::compile_contains(const Json& s, const std::string& ptr, int depth) {
+  if (!s.contains("contains")) return std::optional<Symbol>();
+  KEEL_ASSIGN_OR_RETURN(auto min_contains, count_keyword(s, "minContains", ptr));
+  if (s.contains("maxContains")) return unsupported("maxContains", ptr);
+  const int64_t m = min_contains.value_or(1);
+  if (m == 0) return std::optional<Symbol>();  // every array has at least zero matches
+  if (m > 64) return unsupported("minContains", ptr, "above 64");
+  for (const char* k : {"prefixItems", "additionalItems", "minItems", "maxItems"})
+    if (s.contains(k)) return unsupported("contains", ptr, fmt::format("next to '{}'", k));
+  const Json items = s.contains("items") ? s["items"] : Json(true);
+  if (items.is_array()) return unsupported("contains", ptr, "next to tuple 'items'");
+  KEEL_ASSIGN_OR_RETURN(Symbol any_item, compile(items, ptr + "/items", depth + 1));
+  KEEL_ASSIGN_OR_RETURN(Symbol hit, compile(Json{{"allOf", Json::array({items, s["contains"]})}}, ptr + "/contains", depth + 1));
+  Sequence comma = ws();
+  comma.push_back(b_.byte(','));
+  for (Symbol x : ws()) comma.push_back(x);
+  std::vector<RuleId> t(static_cast<size_t>(m) + 1);  // t[c]: one or more items, c of them hits (max m)
+  for (RuleId& r : t) r = b_.add_rule("contains");
+  auto add = [&](RuleId to, std::optional<RuleId> from, Symbol item) {
+    Sequence seq;
+    if (from) {
+      seq.push_back(b_.ref(*from));
+      seq.insert(seq.end(), comma.begin(), comma.end());
+    } else {
+      seq = ws();
+    }
+    seq.push_back(item);
+    b_.add_alt(to, std::move(seq));
+  };
+  add(t[0], std::nullopt, any_item);
+  add(t[1], std::nullopt, hit);
+  for (size_t c = 0; c < t.size(); ++c) {
+    add(t[c], t[c], any_item);
+    add(t[std::min(c + 1, t.size() - 1)], t[c], hit);
+  }
+  Sequence arr{b_.byte('['), b_.ref(t.back())};
+  for (Symbol x : ws()) arr.push_back(x);
+  arr.push_back(b_.byte(']'));
+  return std::optional<Symbol>(b_.group(std::move(arr), "array"));
+}
+
 Result<Symbol> SchemaCompiler::compile_array(const Json& s, const std::string& ptr, int depth) {
+  KEEL_ASSIGN_OR_RETURN(auto with_contains, compile_contains(s, ptr, depth));
+  if (with_contains) return *with_contains;
   std::vector<Symbol> prefix;
   Json tail = true;
   std::string tail_ptr = ptr + "/items";

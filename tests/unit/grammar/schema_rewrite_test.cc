@@ -118,6 +118,22 @@ TEST(SchemaRewrite, PatternPropertiesBesideAdditionalProperties) {
   for (const Case& c : cases) EXPECT_EQ(accepts(c.schema, c.instance), c.valid) << c.schema << " " << c.instance;
 }
 
+TEST(SchemaRewrite, ContainsWithMinContains) {
+  const char* one = R"({"contains":{"minimum":5}})";
+  const char* two = R"({"items":{"type":"integer"},"contains":{"const":2},"minContains":2})";
+  const char* zero = R"({"type":"array","contains":{"const":1},"minContains":0})";
+  const Case cases[] = {
+      {one, "[]", false},     {one, "[1]", false},      {one, "[5]", true},         {one, "[1,6]", true},
+      {one, R"("x")", true},  {one, R"([1,"a"])", true}, {one, R"(["a",7])", true}, {two, "[2,2]", true},
+      {two, "[2,1,2]", true}, {two, "[2]", false},      {two, R"([2,"x",2])", false}, {two, "[]", false},
+      {two, "[1,2,3,2]", true}, {zero, "[]", true},     {zero, "[3]", true},
+  };
+  for (const Case& c : cases) EXPECT_EQ(accepts(c.schema, c.instance), c.valid) << c.schema << " " << c.instance;
+  auto g = compile_grammar({.kind = GrammarSpec::Kind::kJsonSchema, .source = R"({"contains":{},"maxContains":1})"});
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("'maxContains' at '#'"), std::string::npos) << g.status().message();
+}
+
 TEST(SchemaRewrite, InexactCasesAreUnsupportedNamingTheKeyword) {
   const char* bad[] = {
       R"({"oneOf":[{"minLength":2},{"maxLength":4}]})",
