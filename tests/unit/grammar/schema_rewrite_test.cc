@@ -134,6 +134,15 @@ TEST(SchemaRewrite, ContainsWithMinContains) {
   EXPECT_NE(g.status().message().find("'maxContains' at '#'"), std::string::npos) << g.status().message();
 }
 
+TEST(SchemaFormats, UriReferenceFollowsRfc3986) {
+  const char* s = R"({"type":"string","format":"uri-reference"})";
+  for (const char* ok : {R"("http://a/b?c#d")", R"("//host:80/p")", R"("/abs/path")", R"("rel/path")", R"("")",
+                         R"("?q=1")", R"("#frag")", R"("../x")", R"("a:b")", R"("%41b")"})
+    EXPECT_TRUE(accepts(s, ok)) << ok;
+  for (const char* bad : {R"("a b")", R"("%zz")", R"("1:x")", R"("\\x")", R"("http://a b")", R"("#a#b")"})
+    EXPECT_FALSE(accepts(s, bad)) << bad;
+}
+
 TEST(SchemaRewrite, InexactCasesAreUnsupportedNamingTheKeyword) {
   const char* bad[] = {
       R"({"oneOf":[{"minLength":2},{"maxLength":4}]})",
