@@ -7,6 +7,8 @@
 //   not {"anyOf": [s1, s2, ...]}     -> allOf of the negated branches
 //   not {"not": s}                   -> s
 //   not {"properties": {p: s}}       -> an object holding p with a value that fails s
+//   not {"allOf": [s1, s2, ...]}     -> anyOf of the negated members
+//   not {"items": s}                 -> an array containing an item that fails s
 //   not {"enum"/"const": values}     -> other types, the other boolean, a string outside the set
 //                                       (unsupported when the values hold numbers, objects, arrays)
 //   not {k1: .., k2: ..}             -> anyOf of the negated keywords (each must be one of the above)
@@ -111,6 +113,25 @@ Result<Json> negate_keyword(const Json& s, const std::string& k, const std::stri
     if (k == "enum" && s.contains("const") && v.is_array() && std::find(v.begin(), v.end(), s["const"]) != v.end())
       return Json(false);
     return negate_values(k == "const" ? Json::array({v}) : v, ptr + "/" + k);
+  }
+  if (k == "allOf") {
+    if (!v.is_array() || v.empty())
+      return make_error(ErrorCode::kInvalidArgument, "'allOf' at '#{}' must be a non-empty array", ptr);
+    Json any = Json::array();
+    for (size_t i = 0; i < v.size(); ++i) {
+      KEEL_ASSIGN_OR_RETURN(Json n, negate_schema(v[i], ptr + "/allOf/" + std::to_string(i), depth + 1));
+      if (n.is_boolean() && n.get<bool>()) return Json(true);
+      if (!n.is_boolean()) any.push_back(std::move(n));
+    }
+    if (any.empty()) return Json(false);
+    return any.size() == 1 ? any[0] : Json{{"anyOf", any}};
+  }
+  if (k == "items" && (v.is_object() || v.is_boolean())) {
+    if (s.contains("prefixItems") || s.contains("additionalItems") || s.contains("unevaluatedItems"))
+      return unsupported_not(ptr, "'items' next to prefixItems / additionalItems / unevaluatedItems");
+    KEEL_ASSIGN_OR_RETURN(Json n, negate_schema(v, ptr + "/items", depth + 1));
+    if (n.is_boolean() && !n.get<bool>()) return Json(false);  // every item is allowed
+    return Json{{"type", "array"}, {"contains", n}};            // some item fails `items`
   }
   if (k == kStringNotIn) {
     if (!v.is_array()) return make_error(ErrorCode::kInvalidArgument, "'{}' must be an array", k);

@@ -62,6 +62,13 @@ TEST(SchemaNot, NegationsMatchTheSpecification) {
       {R"({"type":"string","enum":["a","b","c"],"not":{"enum":["b"]}})", R"("c")", true},
       {R"({"not":{"not":{"const":"x"}}})", R"("x")", true},
       {R"({"not":{"not":{"const":"x"}}})", R"("y")", false},
+      {R"({"not":{"allOf":[{"type":"string"},{"enum":["a","b"]}]}})", R"("a")", false},
+      {R"({"not":{"allOf":[{"type":"string"},{"enum":["a","b"]}]}})", R"("c")", true},
+      {R"({"not":{"allOf":[{"type":"string"},{"enum":["a","b"]}]}})", "3", true},
+      {R"({"not":{"items":{"type":"string"}}})", R"(["a","b"])", false},
+      {R"({"not":{"items":{"type":"string"}}})", "[]", false},
+      {R"({"not":{"items":{"type":"string"}}})", R"(["a",1])", true},
+      {R"({"not":{"items":{"type":"string"}}})", "{}", false},  // items holds for non-arrays
   };
   for (const Case& c : cases) EXPECT_EQ(accepts(c.schema, c.instance), c.valid) << c.schema << " " << c.instance;
 }
