@@ -34,6 +34,8 @@ struct ServeArgs {
   std::string device = "cpu";
   float mem_fraction = 0.85f;
   std::string load_format = "auto";
+  std::string grammar_whitespace = "compact";
+  server::StructuredOutputConfig structured;
 };
 
 // cuda without --kv-tokens: the KV pool takes mem_fraction of the device memory still free after the
@@ -81,6 +83,9 @@ int run_serve(ServeArgs a) {
   api_config.model_names = {a.served_name.empty() ? std::filesystem::path(a.model).filename().string() : a.served_name,
                             a.model};
   api_config.max_context_tokens = static_cast<int32_t>((*engine)->context_tokens());
+  api_config.structured = a.structured;
+  api_config.structured.whitespace =
+      a.grammar_whitespace == "flexible" ? grammar::WhitespacePolicy::kBounded : grammar::WhitespacePolicy::kCompact;
   server::Api api(api_config, **engine, **tok, tmpl->has_value() ? &tmpl->value() : nullptr);
   api.set_flush_cache([&] { return (*engine)->flush_cache(); });
   server::http::Router router;
@@ -136,6 +141,22 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--policy", args->policy, "Admission policy: fcfs | lpm (longest prefix match)")->capture_default_str();
   cmd->add_flag("--jump-forward", args->sched.jump_forward,
                  "Structured output: append tokens the grammar forces without sampling them");
+  cmd->add_option("--grammar-whitespace", args->grammar_whitespace,
+                  "Structured output: whitespace between JSON tokens unless a request sets grammar_whitespace: "
+                  "compact (none) | flexible (runs of at most --grammar-max-whitespace)")
+      ->check(CLI::IsMember({"compact", "flexible"}))
+      ->capture_default_str();
+  cmd->add_option("--grammar-max-whitespace", args->structured.max_whitespace,
+                  "Structured output: longest whitespace run between JSON tokens when flexible")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  cmd->add_option("--grammar-cache", args->structured.cache_capacity, "Structured output: compiled grammars kept")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  cmd->add_option("--grammar-cache-mb", args->structured.cache_mb,
+                  "Structured output: MiB of compiled grammars and token-mask caches kept (0 = no byte bound)")
+      ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
   cmd->callback([args] { set_exit_code(run_serve(*args)); });
 }
 

@@ -4,8 +4,8 @@
 
 namespace keel::grammar {
 
-GrammarStore::GrammarStore(std::shared_ptr<const VocabTrie> trie, size_t capacity)
-    : trie_(std::move(trie)), capacity_(capacity) {
+GrammarStore::GrammarStore(std::shared_ptr<const VocabTrie> trie, size_t capacity, size_t max_bytes)
+    : trie_(std::move(trie)), capacity_(capacity), max_bytes_(max_bytes) {
   KEEL_CHECK(trie_ != nullptr && capacity_ > 0, "GrammarStore needs a vocabulary and a capacity > 0");
 }
 
@@ -16,7 +16,9 @@ Result<std::shared_ptr<TokenMaskCache>> GrammarStore::get_or_compile(const Gramm
     if (auto it = map_.find(key); it != map_.end()) {
       lru_.splice(lru_.begin(), lru_, it->second.lru_pos);
       ++n_hits_;
-      return it->second.masks;
+      auto masks = it->second.masks;
+      evict_locked(key);  // entries grow as they are used, so the byte bound is checked on hits too
+      return masks;
     }
     ++n_misses_;
   }
@@ -26,11 +28,29 @@ Result<std::shared_ptr<TokenMaskCache>> GrammarStore::get_or_compile(const Gramm
   if (auto it = map_.find(key); it != map_.end()) return it->second.masks;  // compiled meanwhile
   lru_.push_front(key);
   map_.emplace(key, Entry{.masks = masks, .lru_pos = lru_.begin()});
-  while (map_.size() > capacity_) {
-    map_.erase(lru_.back());
+  evict_locked(key);
+  return masks;
+}
+
+void GrammarStore::evict_locked(uint64_t keep) {
+  size_t bytes = 0;
+  if (max_bytes_ > 0)
+    for (const auto& [k, e] : map_) bytes += e.masks->memory_bytes();
+  while (!lru_.empty() && (map_.size() > capacity_ || (max_bytes_ > 0 && bytes > max_bytes_))) {
+    const uint64_t victim = lru_.back();
+    if (victim == keep) break;  // the newest is the only one left over the bound
+    auto it = map_.find(victim);
+    if (max_bytes_ > 0) bytes -= it->second.masks->memory_bytes();
+    map_.erase(it);
     lru_.pop_back();
   }
-  return masks;
+}
+
+size_t GrammarStore::memory_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t bytes = 0;
+  for (const auto& [k, e] : map_) bytes += e.masks->memory_bytes();
+  return bytes;
 }
 
 size_t GrammarStore::size() const {

@@ -3,6 +3,9 @@
 // the same schema share one compiled grammar and every token-mask classification made for it so far.
 // The vocabulary is fixed per store, so the key needs nothing of it. Compilation runs on the calling
 // thread (the HTTP handler), bounded by the spec's BuildLimits; concurrent calls are safe.
+// Bounded by entry count and by bytes (TokenMaskCache::memory_bytes, which grows as positions are
+// classified): least recently used entries go first, except the one just returned. An evicted
+// cache lives on while matchers of running requests hold it.
 #pragma once
 
 #include <cstdint>
@@ -20,7 +23,8 @@ namespace keel::grammar {
 
 class GrammarStore {
  public:
-  GrammarStore(std::shared_ptr<const VocabTrie> trie, size_t capacity);
+  // max_bytes 0: no byte bound.
+  GrammarStore(std::shared_ptr<const VocabTrie> trie, size_t capacity, size_t max_bytes = 0);
 
   // The mask cache for spec over this store's vocabulary; compiles on a miss (outside the lock).
   // Compile errors are returned and not cached.
@@ -28,6 +32,8 @@ class GrammarStore {
 
   const VocabTrie& trie() const { return *trie_; }
   size_t size() const;
+  // Bytes held by the cached entries now.
+  size_t memory_bytes() const;
   uint64_t n_hits() const;
   uint64_t n_misses() const;
 
@@ -40,11 +46,15 @@ class GrammarStore {
 
   std::shared_ptr<const VocabTrie> trie_;
   size_t capacity_;
+  size_t max_bytes_;
   mutable std::mutex mu_;
   Lru lru_;
   std::unordered_map<uint64_t, Entry> map_;
   uint64_t n_hits_ = 0;
   uint64_t n_misses_ = 0;
+
+  // Drops least recently used entries (never `keep`) while over the count or byte bound. Under mu_.
+  void evict_locked(uint64_t keep);
 };
 
 }  // namespace keel::grammar

@@ -29,6 +29,22 @@ std::string ipv6_pattern() {
          "::)";
 }
 
+// RFC 3986 relative-ref: a network path, an absolute or a relative path (first segment without
+// ':'), or nothing; then query and fragment.
+std::string relative_ref_pattern() {
+  const std::string pct = "%[0-9A-Fa-f]{2}";
+  const std::string unreserved_sub = "A-Za-z0-9\\-._~!$&'()*+,;=";
+  const std::string pchar = "(?:[" + unreserved_sub + ":@]|" + pct + ")";
+  const std::string nc = "(?:[" + unreserved_sub + "@]|" + pct + ")";
+  const std::string userinfo = "(?:[" + unreserved_sub + ":]|" + pct + ")*";
+  const std::string host = "(?:[" + unreserved_sub + "]|" + pct + ")*";
+  const std::string segments = "(?:/" + pchar + "*)*";
+  const std::string part = "(?://(?:" + userinfo + "@)?" + host + "(?::\\d*)?" + segments + "|/(?:" + pchar + "+" +
+                           segments + ")?|" + nc + "+" + segments + "|)";
+  const std::string query = "(?:" + pchar + "|[/?])*";
+  return part + "(?:\\?" + query + ")?(?:#" + query + ")?";
+}
+
 std::string uri_pattern() {
   const std::string pct = "%[0-9A-Fa-f]{2}";
   const std::string unreserved_sub = "A-Za-z0-9\\-._~!$&'()*+,;=";
@@ -57,6 +73,7 @@ std::optional<std::string> format_pattern(std::string_view format) {
   if (format == "email") return "^" + email_pattern() + "$";
   if (format == "uuid") return "^[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$";
   if (format == "uri") return "^" + uri_pattern() + "$";
+  if (format == "uri-reference") return "^(?:" + uri_pattern() + "|" + relative_ref_pattern() + ")$";
   if (format == "ipv4") return "^" + ipv4_pattern() + "$";
   if (format == "ipv6") return "^" + ipv6_pattern() + "$";
   return std::nullopt;

@@ -7,7 +7,12 @@
 namespace keel::grammar {
 
 TokenMaskCache::TokenMaskCache(std::shared_ptr<const CompiledGrammar> grammar, std::shared_ptr<const VocabTrie> trie)
-    : grammar_(std::move(grammar)), trie_(std::move(trie)) {}
+    : grammar_(std::move(grammar)), trie_(std::move(trie)) {
+  const Grammar& g = grammar_->grammar();
+  grammar_bytes_ = g.byte_sets.size() * sizeof(ByteSet) + g.n_symbols() * sizeof(Symbol) + g.rules.size() * sizeof(Rule) +
+                   grammar_->n_positions() * (sizeof(FlatSymbol) + sizeof(uint32_t)) +
+                   grammar_->n_rules() * (sizeof(std::vector<uint32_t>) + 1);
+}
 
 const PositionMask& TokenMaskCache::get(uint32_t pos) {
   {
@@ -18,7 +23,10 @@ const PositionMask& TokenMaskCache::get(uint32_t pos) {
   // Classified outside the lock; if two threads race, the first insert wins.
   auto mask = std::make_unique<PositionMask>(classify(pos));
   std::lock_guard<std::mutex> lock(mu_);
+  const size_t bytes = sizeof(PositionMask) + mask->accepted.capacity() * sizeof(uint32_t) +
+                      mask->uncertain.capacity() * sizeof(int32_t) + 4 * sizeof(void*);  // + map node
   auto [it, inserted] = masks_.try_emplace(pos, std::move(mask));
+  if (inserted) mask_bytes_.fetch_add(bytes, std::memory_order_relaxed);
   return *it->second;
 }
 

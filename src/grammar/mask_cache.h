@@ -7,6 +7,7 @@
 // lazily on first use. Thread-safe: matchers on any thread share one cache.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -32,6 +33,9 @@ class TokenMaskCache {
   size_t n_mask_words() const { return (static_cast<size_t>(trie_->vocab().n_vocab()) + 31) / 32; }
   // The classification of kernel position `pos`; the reference stays valid for the cache's life.
   const PositionMask& get(uint32_t pos);
+  // Bytes this cache holds, estimated from its containers: the compiled grammar's tables (fixed)
+  // plus every classification made so far (grows as positions are first visited). Thread-safe.
+  size_t memory_bytes() const { return grammar_bytes_ + mask_bytes_.load(std::memory_order_relaxed); }
 
  private:
   PositionMask classify(uint32_t pos) const;
@@ -40,6 +44,8 @@ class TokenMaskCache {
   std::shared_ptr<const VocabTrie> trie_;
   std::mutex mu_;
   std::unordered_map<uint32_t, std::unique_ptr<PositionMask>> masks_;
+  size_t grammar_bytes_ = 0;
+  std::atomic<size_t> mask_bytes_{0};
 };
 
 }  // namespace keel::grammar

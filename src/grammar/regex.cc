@@ -4,18 +4,15 @@
 #include <optional>
 #include <vector>
 
+#include "grammar/regex_ast.h"
+
 namespace keel::grammar {
 namespace {
 
+using regex_detail::Node;
+
 constexpr int64_t kMaxRepeat = 10'000;
 
-struct Node {
-  enum class Kind { kClass, kSeq, kAlt, kRepeat, kBegin, kEnd };
-  Kind kind = Kind::kSeq;
-  CharClass cls;
-  std::vector<Node> kids;
-  int64_t min = 0, max = 0;  // kRepeat; max < 0: unbounded
-};
 
 CharClass digit_class() { return CharClass::range('0', '9'); }
 CharClass word_class() {
@@ -408,6 +405,8 @@ class Emitter {
 };
 
 }  // namespace
+
+Result<regex_detail::Node> regex_detail::parse_regex(std::string_view pattern) { return Parser(pattern).parse(); }
 
 Result<Symbol> regex_to_symbol(GrammarBuilder& b, std::string_view pattern, const RegexOptions& opts) {
   KEEL_ASSIGN_OR_RETURN(Node root, Parser(pattern).parse());

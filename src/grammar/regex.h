@@ -6,7 +6,10 @@
 // construct. Called by the JSON Schema compiler and compile_regex on the compiling thread.
 #pragma once
 
+#include <cstdint>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/status.h"
 #include "grammar/char_class.h"
@@ -23,5 +26,18 @@ struct RegexOptions {
 
 // A symbol matching exactly the strings the pattern accepts under `opts`.
 Result<Symbol> regex_to_symbol(GrammarBuilder& b, std::string_view pattern, const RegexOptions& opts);
+// Keys by pattern (regex_keys.cc): the strings `pattern` matches (search semantics) that are none of
+// `names`, or the strings that match neither. Exact (the pattern is determinised); kUnsupported
+// past a state cap. Quotes not included.
+enum class KeySet { kPatternMinusNames, kNeither };
+Result<Symbol> regex_key_set(GrammarBuilder& b, std::string_view pattern, const std::vector<std::string>& names,
+                             KeySet which, CharEncoding enc);
+// Whether a JSON Schema (search-semantics) pattern matches every string: some top-level alternative
+// matches the empty string and is not anchored at both ends. False when unsure or invalid.
+bool regex_matches_everything(std::string_view pattern);
+// The same, restricted to strings of min_len..max_len characters (max_len < 0: no upper bound);
+// regex_length.cc. kUnsupported when the product automaton would be too large.
+Result<Symbol> regex_with_length(GrammarBuilder& b, std::string_view pattern, const RegexOptions& opts, int64_t min_len,
+                                 int64_t max_len);
 
 }  // namespace keel::grammar

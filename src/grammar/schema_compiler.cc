@@ -14,13 +14,13 @@ namespace {
 constexpr int kMaxDepth = 64;
 constexpr size_t kMaxEnumChecks = 4096;
 
-constexpr std::array<std::string_view, 44> kAssertions = {
+constexpr std::array<std::string_view, 45> kAssertions = {
     "type", "enum", "const", "properties", "required", "additionalProperties", "patternProperties", "items",
     "prefixItems", "additionalItems", "minItems", "maxItems", "minLength", "maxLength", "pattern", "format",
     "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "anyOf", "oneOf", "allOf", "$ref",
     "minProperties", "maxProperties", "uniqueItems", "unevaluatedProperties", "unevaluatedItems", "nullable", "not",
     "if", "then", "else", "dependentRequired", "dependentSchemas", "dependencies", "propertyNames", "contains",
-    "minContains", "maxContains", "multipleOf", "$dynamicRef", "$recursiveRef"};
+    "minContains", "maxContains", "multipleOf", "$dynamicRef", "$recursiveRef", kStringNotIn};
 
 Status unsupported(std::string_view keyword, const std::string& ptr, std::string_view detail = "") {
   return make_error(ErrorCode::kUnsupported, "JSON Schema keyword '{}' at '{}' is not supported{}{}", keyword,
@@ -90,6 +90,10 @@ Result<Symbol> SchemaCompiler::compile_object_schema(const Json& s, const std::s
     KEEL_ASSIGN_OR_RETURN(Json rewritten, rewrite_if(s, ptr));
     return compile(rewritten, ptr, depth + 1);
   }
+  if (s.contains("dependentRequired") || s.contains("dependentSchemas") || s.contains("dependencies")) {
+    KEEL_ASSIGN_OR_RETURN(Json rewritten, rewrite_dependencies(s, ptr));
+    return compile(rewritten, ptr, depth + 1);
+  }
   KEEL_RETURN_IF_ERROR(check_keywords(s, ptr));
   if (s.contains("$ref")) {
     if (!s["$ref"].is_string()) return make_error(ErrorCode::kInvalidArgument, "'$ref' at '#{}' must be a string", ptr);
@@ -106,12 +110,7 @@ Result<Symbol> SchemaCompiler::compile_object_schema(const Json& s, const std::s
 
 Status SchemaCompiler::check_keywords(const Json& s, const std::string& ptr) const {
   for (auto& [k, v] : s.items()) {
-    if (k == "dependentSchemas" || k == "dependencies" || k == "contains" || k == "$dynamicRef" ||
-        k == "$recursiveRef" || k == "dependentRequired") {
-      if ((k == "dependentRequired" || k == "dependentSchemas" || k == "dependencies") && v.is_object() && v.empty())
-        continue;
-      return unsupported(k, ptr);
-    }
+    if (k == "$dynamicRef" || k == "$recursiveRef") return unsupported(k, ptr);
     if (k == "if" && (s.contains("then") || s.contains("else"))) return unsupported("if", ptr);
     if (k == "propertyNames" && !trivially_true(v)) return unsupported(k, ptr);
     if (k == "unevaluatedItems" && !trivially_true(v)) return unsupported(k, ptr);
@@ -223,23 +222,26 @@ Result<Symbol> SchemaCompiler::compile_any_of(const Json& s, const std::string& 
     return make_error(ErrorCode::kInvalidArgument, "'{}' at '#{}' must be a non-empty array", key, ptr);
   Json base = s;
   base.erase(key);
-  std::vector<Json> branches;
+  std::vector<Json> branches, raw;
   for (size_t i = 0; i < items.size(); ++i) {
     const std::string bptr = ptr + "/" + key + "/" + std::to_string(i);
     KEEL_ASSIGN_OR_RETURN(Json item, deref(items[i], bptr));
     if (item.is_boolean()) item = item.get<bool>() ? Json::object() : Json{{"enum", Json::array()}};
     KEEL_ASSIGN_OR_RETURN(Json merged, merge_schemas(base, item, bptr));
+    raw.push_back(std::move(item));
     branches.push_back(std::move(merged));
   }
+  const std::vector<Json> merged = branches;
   if (key == "oneOf") {
-    for (size_t i = 0; i < branches.size(); ++i)
-      for (size_t j = i + 1; j < branches.size(); ++j)
-        if (!provably_disjoint(branches[i], branches[j]))
-          return unsupported("oneOf", ptr, fmt::format("branches {} and {} may overlap", i, j));
+    KEEL_ASSIGN_OR_RETURN(branches, exclusive_branches(branches, raw, ptr));
   }
   std::vector<Sequence> alts;
   for (size_t i = 0; i < branches.size(); ++i) {
-    KEEL_ASSIGN_OR_RETURN(Symbol sym, compile(branches[i], ptr + "/" + key + "/" + std::to_string(i), depth + 1));
+    // A bare {"$ref"} branch with nothing merged into it compiles as a reference (one rule per
+    // target), so recursion through anyOf/oneOf branches is not unrolled.
+    const bool bare_ref = items[i].is_object() && items[i].contains("$ref") && !has_assertions(items[i], {"$ref"}) &&
+                          !has_assertions(base, {}) && branches[i] == merged[i];
+    KEEL_ASSIGN_OR_RETURN(Symbol sym, compile(bare_ref ? items[i] : branches[i], ptr + "/" + key + "/" + std::to_string(i), depth + 1));
     alts.push_back({sym});
   }
   return b_.choice(std::move(alts), key);
@@ -328,8 +330,45 @@ Result<Symbol> SchemaCompiler::compile_typed(const Json& s, const std::string& p
   return b_.choice(std::move(alts), "typed");
 }
 
+// One value of an enum/const: objects and arrays with the whitespace policy between their tokens
+// (keys in the listed order), numbers in each spelling of their value that JSON allows without an
+// exponent change ("1", "1.0" for an integral value; the dumped text otherwise).
 Sequence SchemaCompiler::literal_value(const Json& v) {
-  return b_.literal(v.dump(-1, ' ', false, Json::error_handler_t::replace));
+  auto dump = [](const Json& x) { return x.dump(-1, ' ', false, Json::error_handler_t::replace); };
+  auto append = [](Sequence& out, const Sequence& more) { out.insert(out.end(), more.begin(), more.end()); };
+  if (v.is_object() || v.is_array()) {
+    const bool obj = v.is_object();
+    Sequence out{b_.byte(obj ? '{' : '[')};
+    bool first = true;
+    for (auto& [k, x] : v.items()) {
+      if (!first) {
+        append(out, ws());
+        out.push_back(b_.byte(','));
+      }
+      first = false;
+      append(out, ws());
+      if (obj) {
+        append(out, b_.literal(dump(Json(k))));
+        append(out, ws());
+        out.push_back(b_.byte(':'));
+        append(out, ws());
+      }
+      append(out, literal_value(x));
+    }
+    append(out, ws());
+    out.push_back(b_.byte(obj ? '}' : ']'));
+    return out;
+  }
+  if (v.is_number()) {
+    const double d = v.get<double>();
+    if (std::isfinite(d) && std::floor(d) == d && std::fabs(d) < 9.0e15) {
+      const std::string whole = fmt::format("{}", static_cast<int64_t>(d));
+      std::vector<Sequence> alts{b_.literal(whole), b_.literal(whole + ".0")};
+      if (dump(v) != whole && dump(v) != whole + ".0") alts.push_back(b_.literal(dump(v)));
+      return {b_.choice(std::move(alts), "number_literal")};
+    }
+  }
+  return b_.literal(dump(v));
 }
 
 }  // namespace keel::grammar::detail

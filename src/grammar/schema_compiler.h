@@ -13,6 +13,7 @@
 
 #include "grammar/grammar.h"
 #include "grammar/json_schema.h"
+#include "grammar/regex.h"
 
 namespace keel::grammar::detail {
 
@@ -33,6 +34,16 @@ Result<Json> rewrite_not(const Json& s, const std::string& ptr);
 // if/then/else as allOf: anyOf [allOf [if, then], allOf [not if, else]]; kUnsupported naming 'if'
 // when the condition has no exact negation.
 Result<Json> rewrite_if(const Json& s, const std::string& ptr);
+
+// schema_rewrite.cc: dependentRequired / dependentSchemas / dependencies as allOf members; the
+// branches of a oneOf (merged with their siblings) each conjoined with the negation of the raw
+// items that may overlap it.
+Result<Json> rewrite_dependencies(const Json& s, const std::string& ptr);
+Result<std::vector<Json>> exclusive_branches(const std::vector<Json>& branches, const std::vector<Json>& items,
+                                             const std::string& ptr);
+// The internal keyword for "a string other than these" (the negation of a string enum); it is
+// an assertion like any other and can only narrow what a schema accepts.
+inline constexpr std::string_view kStringNotIn = "$keelStringNotIn";
 
 class SchemaCompiler {
  public:
@@ -55,10 +66,14 @@ class SchemaCompiler {
   // schema_types.cc
   Result<Symbol> compile_object(const Json& s, const std::string& ptr, int depth);
   Result<Symbol> compile_array(const Json& s, const std::string& ptr, int depth);
+  Result<std::optional<Symbol>> compile_contains(const Json& s, const std::string& ptr, int depth);
   Result<Symbol> compile_string(const Json& s, const std::string& ptr);
   Result<Symbol> compile_number(const Json& s, const std::string& ptr, bool integer);
   Result<Symbol> key_not_in(const std::vector<std::string>& names);
   Result<Symbol> pattern_string(const std::string& pattern, bool search, const std::string& ptr);
+  Result<bool> pattern_matches(const std::string& pattern, const std::string& name, const std::string& ptr);
+  Result<Symbol> key_set(const std::string& pattern, const std::vector<std::string>& names, KeySet which,
+                         const std::string& ptr);
 
   Sequence ws();
   Sequence literal_value(const Json& v);

@@ -89,6 +89,11 @@ Result<Json> merge_schemas(const Json& a, const Json& b, const std::string& ptr)
     for (const char* k : {"prefixItems", "items", "additionalItems"})
       if (a.contains(k) != b.contains(k) || (a.contains(k) && a[k] != b[k])) return unsupported_merge(k, ptr);
   }
+  // minContains/maxContains belong to the `contains` beside them.
+  for (const char* k : {"minContains", "maxContains"}) {
+    if ((a.contains(k) || b.contains(k)) && a.value("contains", Json()) != b.value("contains", Json()))
+      return unsupported_merge(k, ptr);
+  }
   Json out = a;
   KEEL_RETURN_IF_ERROR(merge_objects(out, b, ptr));
   for (auto& [k, v] : b.items()) {
@@ -133,6 +138,9 @@ Result<Json> merge_schemas(const Json& a, const Json& b, const std::string& ptr)
     } else if (k == "$ref") {
       out["allOf"] = out.value("allOf", Json::array());
       out["allOf"].push_back(Json{{"$ref", v}});
+    } else if (k == kStringNotIn && v.is_array() && x.is_array()) {
+      for (const Json& e : v)
+        if (std::find(out[k].begin(), out[k].end(), e) == out[k].end()) out[k].push_back(e);
     } else if (k == "uniqueItems" || k == "nullable") {
       out[k] = k == "nullable" ? (x == true && v == true) : (x == true || v == true);
     } else {

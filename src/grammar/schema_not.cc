@@ -7,6 +7,10 @@
 //   not {"anyOf": [s1, s2, ...]}     -> allOf of the negated branches
 //   not {"not": s}                   -> s
 //   not {"properties": {p: s}}       -> an object holding p with a value that fails s
+//   not {"allOf": [s1, s2, ...]}     -> anyOf of the negated members
+//   not {"items": s}                 -> an array containing an item that fails s
+//   not {"enum"/"const": values}     -> other types, the other boolean, a string outside the set
+//                                       (unsupported when the values hold numbers, objects, arrays)
 //   not {k1: .., k2: ..}             -> anyOf of the negated keywords (each must be one of the above)
 // Keywords that are annotations (description, title, ...) are ignored, as everywhere.
 #include <algorithm>
@@ -64,6 +68,33 @@ Result<Json> negate_properties(const Json& props, const std::string& ptr, int de
   return Json{{"anyOf", alts}};
 }
 
+// Any value but these: other types whole, the other boolean, strings outside the set. Numbers,
+// objects and arrays among the values have no exact "all but" form here (1 and 1.0 are one value).
+Result<Json> negate_values(const Json& values, const std::string& ptr) {
+  if (!values.is_array()) return make_error(ErrorCode::kInvalidArgument, "'enum' at '#{}' must be an array", ptr);
+  bool null = false, t = false, f = false;
+  Json strings = Json::array();
+  for (const Json& v : values) {
+    if (v.is_null()) {
+      null = true;
+    } else if (v.is_boolean()) {
+      (v.get<bool>() ? t : f) = true;
+    } else if (v.is_string()) {
+      strings.push_back(v);
+    } else {
+      return unsupported_not(ptr, "the negation of an enum holding numbers, objects or arrays has no exact grammar here");
+    }
+  }
+  Json whole = Json::array({"object", "array", "number"});
+  if (!null) whole.push_back("null");
+  if (!t && !f) whole.push_back("boolean");
+  if (strings.empty()) whole.push_back("string");
+  Json alts = Json::array({Json{{"type", whole}}});
+  if (t != f) alts.push_back(Json{{"const", !t}});
+  if (!strings.empty()) alts.push_back(Json{{"type", "string"}, {std::string(kStringNotIn), strings}});
+  return Json{{"anyOf", alts}};
+}
+
 Result<Json> negate_keyword(const Json& s, const std::string& k, const std::string& ptr, int depth) {
   const Json& v = s[k];
   if (k == "type") {
@@ -77,6 +108,36 @@ Result<Json> negate_keyword(const Json& s, const std::string& k, const std::stri
     return negate_properties(v, ptr + "/properties", depth);
   }
   if (k == "not") return v;
+  if (k == "enum" || k == "const") {
+    // enum next to a const it holds: the const's negation covers the enum's.
+    if (k == "enum" && s.contains("const") && v.is_array() && std::find(v.begin(), v.end(), s["const"]) != v.end())
+      return Json(false);
+    return negate_values(k == "const" ? Json::array({v}) : v, ptr + "/" + k);
+  }
+  if (k == "allOf") {
+    if (!v.is_array() || v.empty())
+      return make_error(ErrorCode::kInvalidArgument, "'allOf' at '#{}' must be a non-empty array", ptr);
+    Json any = Json::array();
+    for (size_t i = 0; i < v.size(); ++i) {
+      KEEL_ASSIGN_OR_RETURN(Json n, negate_schema(v[i], ptr + "/allOf/" + std::to_string(i), depth + 1));
+      if (n.is_boolean() && n.get<bool>()) return Json(true);
+      if (!n.is_boolean()) any.push_back(std::move(n));
+    }
+    if (any.empty()) return Json(false);
+    return any.size() == 1 ? any[0] : Json{{"anyOf", any}};
+  }
+  if (k == "items" && (v.is_object() || v.is_boolean())) {
+    if (s.contains("prefixItems") || s.contains("additionalItems") || s.contains("unevaluatedItems"))
+      return unsupported_not(ptr, "'items' next to prefixItems / additionalItems / unevaluatedItems");
+    KEEL_ASSIGN_OR_RETURN(Json n, negate_schema(v, ptr + "/items", depth + 1));
+    if (n.is_boolean() && !n.get<bool>()) return Json(false);  // every item is allowed
+    return Json{{"type", "array"}, {"contains", n}};            // some item fails `items`
+  }
+  if (k == kStringNotIn) {
+    if (!v.is_array()) return make_error(ErrorCode::kInvalidArgument, "'{}' must be an array", k);
+    return Json{{"anyOf", Json::array({Json{{"type", Json::array({"null", "boolean", "object", "array", "number"})}},
+                                       Json{{"enum", v}}})}};
+  }
   if (k == "anyOf") {
     if (!v.is_array() || v.empty())
       return make_error(ErrorCode::kInvalidArgument, "'anyOf' at '#{}' must be a non-empty array", ptr);

@@ -4,9 +4,9 @@
 #include <cmath>
 #include <map>
 
-#include <pcre2.h>
-
 #include "grammar/char_class.h"
+#include "grammar/compiled_grammar.h"
+#include "grammar/earley.h"
 #include "grammar/json_formats.h"
 #include "grammar/json_number.h"
 #include "grammar/regex.h"
@@ -46,20 +46,6 @@ Result<std::optional<int64_t>> count_keyword(const Json& s, std::string_view key
   if (v.is_number_float() && v.get<double>() >= 0 && v.get<double>() == static_cast<double>(static_cast<int64_t>(v.get<double>())))
     return std::optional<int64_t>(static_cast<int64_t>(v.get<double>()));
   return bad(key, ptr, "a non-negative integer");
-}
-
-// Whether a (JSON Schema, unanchored) pattern matches `subject`, by PCRE2 as an independent engine.
-Result<bool> pcre2_search(const std::string& pattern, const std::string& subject, const std::string& ptr) {
-  int err = 0;
-  PCRE2_SIZE off = 0;
-  pcre2_code* re = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
-                                 PCRE2_UTF | PCRE2_DOLLAR_ENDONLY | PCRE2_ALT_BSUX, &err, &off, nullptr);
-  if (!re) return unsupported("patternProperties", ptr, "pattern not understood");
-  pcre2_match_data* md = pcre2_match_data_create_from_pattern(re, nullptr);
-  int rc = pcre2_match(re, reinterpret_cast<PCRE2_SPTR>(subject.data()), subject.size(), 0, 0, md, nullptr);
-  pcre2_match_data_free(md);
-  pcre2_code_free(re);
-  return rc >= 0;
 }
 
 }  // namespace
@@ -116,6 +102,31 @@ Symbol SchemaCompiler::any_value() {
                        b_.literal("true"), b_.literal("false"), b_.literal("null")})
     b_.add_alt(value, std::move(alt));
   return *any_value_;
+}
+
+// Whether a (JSON Schema, unanchored) pattern matches `name`, by keel's own regex front end, so the
+// split between listed names and pattern keys agrees with the key grammars.
+Result<bool> SchemaCompiler::pattern_matches(const std::string& pattern, const std::string& name,
+                                             const std::string& ptr) {
+  GrammarBuilder b;
+  RuleId root = b.add_rule("match");
+  auto sym = regex_to_symbol(b, pattern, {.encoding = CharEncoding::kUtf8, .search = true});
+  if (!sym.ok()) return sym.status().with_context(fmt::format("pattern at '#{}/patternProperties'", ptr));
+  b.add_alt(root, {*sym});
+  KEEL_ASSIGN_OR_RETURN(Grammar g, b.finish(root));
+  CompiledGrammar cg(std::move(g));
+  EarleyParser p(cg);
+  return p.push_bytes(name) && p.can_end();
+}
+
+Result<Symbol> SchemaCompiler::key_set(const std::string& pattern, const std::vector<std::string>& names, KeySet which,
+                                       const std::string& ptr) {
+  auto sym = regex_key_set(b_, pattern, names, which, CharEncoding::kJsonString);
+  if (!sym.ok()) {
+    if (sym.status().code() != ErrorCode::kUnsupported) return sym.status().with_context(fmt::format("pattern at '#{}'", ptr));
+    return unsupported("patternProperties", ptr, sym.status().message());
+  }
+  return sym;
 }
 
 Result<Symbol> SchemaCompiler::pattern_string(const std::string& pattern, bool search, const std::string& ptr) {
@@ -188,20 +199,46 @@ Result<Symbol> SchemaCompiler::compile_object(const Json& s, const std::string& 
     const Json& pp = s["patternProperties"];
     if (!pp.is_object()) return bad("patternProperties", ptr, "an object");
     bool all_true = std::all_of(pp.begin(), pp.end(), [](const Json& v) { return v == true || v == Json::object(); });
+    if (pp.size() == 1 && regex_matches_everything(pp.begin().key())) {
+      // Every key matches: additionalProperties never applies, each listed property also needs the
+      // pattern's schema, and every other key gets it.
+      Json rewritten = s;
+      rewritten.erase("patternProperties");
+      rewritten.erase("unevaluatedProperties");
+      const Json& sub = pp.begin().value();
+      rewritten["additionalProperties"] = sub;
+      if (s.contains("properties") && s["properties"].is_object())
+        for (auto& [name, v] : s["properties"].items())
+          rewritten["properties"][name] = Json{{"allOf", Json::array({v, sub})}};
+      return compile_object(rewritten, ptr, depth);
+    }
     if (all_true && addl != false) {
       addl = true;
-    } else if (addl == false && pp.size() == 1) {
+    } else if (pp.size() == 1) {
       pattern_extra.emplace(pp.begin().key(), pp.begin().value());
     } else {
-      return unsupported("patternProperties", ptr, "only a single pattern with additionalProperties false");
+      return unsupported("patternProperties", ptr, "several patterns (only one, or several with trivial schemas)");
     }
   }
+  // Listed and required names the pattern matches need its schema too (keel's own regex decides).
+  std::vector<std::string> matched;
+  if (pattern_extra) {
+    std::vector<std::string> listed = required;
+    if (s.contains("properties") && s["properties"].is_object())
+      for (auto& [name, v] : s["properties"].items()) listed.push_back(name);
+    for (const std::string& n : listed) {
+      KEEL_ASSIGN_OR_RETURN(bool hit, pattern_matches(pattern_extra->first, n, ptr));
+      if (hit && std::find(matched.begin(), matched.end(), n) == matched.end()) matched.push_back(n);
+    }
+  }
+  auto is_matched = [&](const std::string& n) { return std::find(matched.begin(), matched.end(), n) != matched.end(); };
   std::vector<Prop> props;
   std::vector<std::string> names;
   if (s.contains("properties")) {
     if (!s["properties"].is_object()) return bad("properties", ptr, "an object");
     for (auto& [name, sub] : s["properties"].items()) {
-      KEEL_ASSIGN_OR_RETURN(Symbol v, compile(sub, ptr + "/properties/" + pointer_escape(name), depth + 1));
+      const Json both = is_matched(name) ? Json{{"allOf", Json::array({sub, pattern_extra->second})}} : sub;
+      KEEL_ASSIGN_OR_RETURN(Symbol v, compile(both, ptr + "/properties/" + pointer_escape(name), depth + 1));
       bool req = std::find(required.begin(), required.end(), name) != required.end();
       props.push_back({name, v, req});
       names.push_back(name);
@@ -210,8 +247,8 @@ Result<Symbol> SchemaCompiler::compile_object(const Json& s, const std::string& 
   for (const std::string& r : required) {
     if (std::find(names.begin(), names.end(), r) != names.end()) continue;
     Symbol v;
-    if (pattern_extra) {
-      return unsupported("patternProperties", ptr, "a required property outside 'properties'");
+    if (is_matched(r)) {
+      KEEL_ASSIGN_OR_RETURN(v, compile(pattern_extra->second, ptr + "/patternProperties", depth + 1));
     } else if (addl == false) {
       v = b_.never("forbidden_required");
     } else {
@@ -223,16 +260,26 @@ Result<Symbol> SchemaCompiler::compile_object(const Json& s, const std::string& 
   std::optional<Symbol> extra_kv;
   auto kv_tail = [&](Symbol value) { Sequence t = ws(); t.push_back(b_.byte(':')); auto w = ws(); t.insert(t.end(), w.begin(), w.end()); t.push_back(value); return t; };
   if (pattern_extra) {
-    for (const std::string& n : names) {
-      KEEL_ASSIGN_OR_RETURN(bool hit, pcre2_search(pattern_extra->first, n, ptr));
-      if (hit) return unsupported("patternProperties", ptr, fmt::format("pattern also matches property '{}'", n));
+    const std::string pptr = ptr + "/patternProperties/" + pointer_escape(pattern_extra->first);
+    // Keys the pattern matches, other than the listed names (whose kv pairs come first).
+    Symbol key;
+    if (matched.empty()) {
+      KEEL_ASSIGN_OR_RETURN(key, pattern_string(pattern_extra->first, true, ptr + "/patternProperties"));
+    } else {
+      KEEL_ASSIGN_OR_RETURN(key, key_set(pattern_extra->first, names, KeySet::kPatternMinusNames, pptr));
     }
-    KEEL_ASSIGN_OR_RETURN(Symbol key, pattern_string(pattern_extra->first, true, ptr + "/patternProperties"));
-    KEEL_ASSIGN_OR_RETURN(Symbol value, compile(pattern_extra->second, ptr + "/patternProperties/" +
-                                                                          pointer_escape(pattern_extra->first), depth + 1));
+    KEEL_ASSIGN_OR_RETURN(Symbol value, compile(pattern_extra->second, pptr, depth + 1));
     Sequence kv{b_.byte('"'), key, b_.byte('"')};
     for (Symbol x : kv_tail(value)) kv.push_back(x);
-    extra_kv = b_.group(std::move(kv), "extra_kv");
+    std::vector<Sequence> alts{{b_.group(std::move(kv), "pattern_kv")}};
+    if (addl != false) {  // keys matching neither the pattern nor a name: additionalProperties
+      KEEL_ASSIGN_OR_RETURN(Symbol other, key_set(pattern_extra->first, names, KeySet::kNeither, pptr));
+      KEEL_ASSIGN_OR_RETURN(Symbol other_value, compile(addl, ptr + "/additionalProperties", depth + 1));
+      Sequence okv{b_.byte('"'), other, b_.byte('"')};
+      for (Symbol x : kv_tail(other_value)) okv.push_back(x);
+      alts.push_back({b_.group(std::move(okv), "other_kv")});
+    }
+    extra_kv = b_.choice(std::move(alts), "extra_kv");
   } else if (addl != false) {
     KEEL_ASSIGN_OR_RETURN(Symbol key, key_not_in(names));
     KEEL_ASSIGN_OR_RETURN(Symbol value, compile(addl, ptr + "/additionalProperties", depth + 1));
@@ -265,7 +312,7 @@ Result<Symbol> SchemaCompiler::compile_object(const Json& s, const std::string& 
       Sequence more = comma;
       more.push_back(*extra_kv);
       Symbol tail = b_.star(std::move(more));
-      Sequence one = first ? Sequence{} : comma;
+      Sequence one = first ? ws() : comma;
       one.push_back(*extra_kv);
       one.push_back(tail);
       b_.add_alt(end, std::move(one));
@@ -276,15 +323,15 @@ Result<Symbol> SchemaCompiler::compile_object(const Json& s, const std::string& 
     for (Symbol x : kv_tail(props[i].value)) kv.push_back(x);
     Symbol kv_sym = b_.group(std::move(kv), "kv");
     for (int first = 0; first < 2; ++first) {
-      Sequence with = first ? Sequence{} : comma;
+      Sequence with = first ? ws() : comma;
       with.push_back(kv_sym);
       with.push_back(b_.ref(p[i + 1][0]));
       b_.add_alt(p[i][first], std::move(with));
       if (!props[i].required) b_.add_alt(p[i][first], {b_.ref(p[i + 1][first])});
     }
   }
+  // Each member brings the whitespace before it, so every gap (also in "{ }") is one bounded run.
   Sequence obj{b_.byte('{')};
-  for (Symbol x : ws()) obj.push_back(x);
   obj.push_back(b_.ref(p[0][1]));
   for (Symbol x : ws()) obj.push_back(x);
   obj.push_back(b_.byte('}'));
@@ -292,7 +339,52 @@ Result<Symbol> SchemaCompiler::compile_object(const Json& s, const std::string& 
   return b_.group(std::move(obj), "object");
 }
 
+// `contains` with minContains m (default 1): arrays with at least m items matching it, every item
+// matching `items`. Left-linear over "items so far that match contains" (saturating at m).
+Result<std::optional<Symbol>> SchemaCompiler::compile_contains(const Json& s, const std::string& ptr, int depth) {
+  if (!s.contains("contains")) return std::optional<Symbol>();
+  KEEL_ASSIGN_OR_RETURN(auto min_contains, count_keyword(s, "minContains", ptr));
+  if (s.contains("maxContains")) return unsupported("maxContains", ptr);
+  const int64_t m = min_contains.value_or(1);
+  if (m == 0) return std::optional<Symbol>();  // every array has at least zero matches
+  if (m > 64) return unsupported("minContains", ptr, "above 64");
+  for (const char* k : {"prefixItems", "additionalItems", "minItems", "maxItems"})
+    if (s.contains(k)) return unsupported("contains", ptr, fmt::format("next to '{}'", k));
+  const Json items = s.contains("items") ? s["items"] : Json(true);
+  if (items.is_array()) return unsupported("contains", ptr, "next to tuple 'items'");
+  KEEL_ASSIGN_OR_RETURN(Symbol any_item, compile(items, ptr + "/items", depth + 1));
+  KEEL_ASSIGN_OR_RETURN(Symbol hit, compile(Json{{"allOf", Json::array({items, s["contains"]})}}, ptr + "/contains", depth + 1));
+  Sequence comma = ws();
+  comma.push_back(b_.byte(','));
+  for (Symbol x : ws()) comma.push_back(x);
+  std::vector<RuleId> t(static_cast<size_t>(m) + 1);  // t[c]: one or more items, c of them hits (max m)
+  for (RuleId& r : t) r = b_.add_rule("contains");
+  auto add = [&](RuleId to, std::optional<RuleId> from, Symbol item) {
+    Sequence seq;
+    if (from) {
+      seq.push_back(b_.ref(*from));
+      seq.insert(seq.end(), comma.begin(), comma.end());
+    } else {
+      seq = ws();
+    }
+    seq.push_back(item);
+    b_.add_alt(to, std::move(seq));
+  };
+  add(t[0], std::nullopt, any_item);
+  add(t[1], std::nullopt, hit);
+  for (size_t c = 0; c < t.size(); ++c) {
+    add(t[c], t[c], any_item);
+    add(t[std::min(c + 1, t.size() - 1)], t[c], hit);
+  }
+  Sequence arr{b_.byte('['), b_.ref(t.back())};
+  for (Symbol x : ws()) arr.push_back(x);
+  arr.push_back(b_.byte(']'));
+  return std::optional<Symbol>(b_.group(std::move(arr), "array"));
+}
+
 Result<Symbol> SchemaCompiler::compile_array(const Json& s, const std::string& ptr, int depth) {
+  KEEL_ASSIGN_OR_RETURN(auto with_contains, compile_contains(s, ptr, depth));
+  if (with_contains) return *with_contains;
   std::vector<Symbol> prefix;
   Json tail = true;
   std::string tail_ptr = ptr + "/items";
@@ -338,7 +430,10 @@ Result<Symbol> SchemaCompiler::compile_array(const Json& s, const std::string& p
       Sequence more = comma;
       more.push_back(*tail_sym);
       Symbol after = b_.repeat(std::move(more), std::max<int64_t>(t_lo - 1, 0), t_hi < 0 ? -1 : t_hi - 1);
-      Symbol some = b_.group({*tail_sym, after}, "elements");
+      Sequence first = ws();
+      first.push_back(*tail_sym);
+      first.push_back(after);
+      Symbol some = b_.group(std::move(first), "elements");
       rest = t_lo == 0 ? b_.optional({some}) : some;
     } else {
       rest = b_.repeat(std::move(item), t_lo, t_hi);
@@ -348,15 +443,14 @@ Result<Symbol> SchemaCompiler::compile_array(const Json& s, const std::string& p
     std::vector<Sequence> alts;
     if (i >= lo) alts.push_back({});
     if (hi < 0 || i < hi) {
-      Sequence s2 = i == 0 ? Sequence{} : comma;
+      Sequence s2 = i == 0 ? ws() : comma;
       s2.push_back(prefix[static_cast<size_t>(i)]);
       s2.push_back(rest);
       alts.push_back(std::move(s2));
     }
     rest = alts.empty() ? b_.never("array") : b_.choice(std::move(alts), "prefix");
   }
-  Sequence arr{b_.byte('[')};
-  for (Symbol x : ws()) arr.push_back(x);
+  Sequence arr{b_.byte('[')};  // as for objects: each element brings its leading whitespace
   arr.push_back(rest);
   for (Symbol x : ws()) arr.push_back(x);
   arr.push_back(b_.byte(']'));
@@ -379,9 +473,26 @@ Result<Symbol> SchemaCompiler::compile_string(const Json& s, const std::string& 
     if (!s["pattern"].is_string()) return bad("pattern", ptr, "a string");
     pattern = s["pattern"].get<std::string>();
   }
+  if (s.contains(kStringNotIn)) {
+    std::vector<std::string> names;
+    const Json& v = s[std::string(kStringNotIn)];
+    for (const Json& n : v.is_array() ? v : Json::array({v})) {
+      if (!n.is_string()) return bad(kStringNotIn, ptr, "an array of strings");
+      names.push_back(n.get<std::string>());
+    }
+    if (pattern || has_len) return unsupported("not", ptr, "a string enum negated next to pattern/format/length");
+    return key_not_in(names);
+  }
   Symbol body;
-  if (pattern) {
-    if (has_len) return unsupported(pattern_kw, ptr, "together with minLength/maxLength");
+  if (pattern && has_len) {
+    auto sym = regex_with_length(b_, *pattern, {.encoding = CharEncoding::kJsonString, .search = true},
+                                 min_len.value_or(0), max_len ? *max_len : -1);
+    if (!sym.ok()) {
+      if (sym.status().code() != ErrorCode::kUnsupported) return sym.status().with_context(fmt::format("pattern at '#{}'", ptr));
+      return unsupported(pattern_kw, ptr, fmt::format("together with minLength/maxLength ({})", sym.status().message()));
+    }
+    body = *sym;
+  } else if (pattern) {
     KEEL_ASSIGN_OR_RETURN(body, pattern_string(*pattern, true, ptr + "/" + pattern_kw));
   } else if (has_len) {
     const int64_t max = max_len ? std::min<int64_t>(*max_len, INT64_MAX) : -1;

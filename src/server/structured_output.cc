@@ -41,6 +41,8 @@ ApiError compile_error(const ResponseFormat& f, const Status& st) {
 Status StructuredOutputConfig::validate() const {
   if (cache_capacity < 1) return make_error(ErrorCode::kInvalidArgument, "structured output cache_capacity must be >= 1");
   if (max_compile_ms < 1) return make_error(ErrorCode::kInvalidArgument, "structured output max_compile_ms must be >= 1");
+  if (max_whitespace < 1 || max_whitespace > 64)
+    return make_error(ErrorCode::kInvalidArgument, "structured output max_whitespace must be in [1, 64]");
   if (max_grammar_symbols < 1024)
     return make_error(ErrorCode::kInvalidArgument, "structured output max_grammar_symbols must be >= 1024");
   return {};
@@ -48,13 +50,18 @@ Status StructuredOutputConfig::validate() const {
 
 StructuredOutput::StructuredOutput(const tokenizer::Tokenizer& tok, const StructuredOutputConfig& config)
     : config_(config),
-      store_(std::make_shared<const grammar::VocabTrie>(sched::grammar_vocabulary(tok)), config.cache_capacity) {}
+      store_(std::make_shared<const grammar::VocabTrie>(sched::grammar_vocabulary(tok)), config.cache_capacity,
+             config.cache_mb << 20) {}
 
 openai::ApiResult<std::shared_ptr<const sample::ConstraintFactory>> StructuredOutput::constraint_for(
     const ResponseFormat& format, std::string_view body) {
   grammar::GrammarSpec spec;
   spec.limits = grammar::BuildLimits{.max_symbols = config_.max_grammar_symbols, .max_compile_ms = config_.max_compile_ms};
-  spec.json.whitespace = config_.whitespace;
+  using Ws = ResponseFormat::Whitespace;
+  spec.json.whitespace = format.whitespace == Ws::kDefault  ? config_.whitespace
+                         : format.whitespace == Ws::kCompact ? grammar::WhitespacePolicy::kCompact
+                                                             : grammar::WhitespacePolicy::kBounded;
+  spec.json.max_whitespace = config_.max_whitespace;
   switch (format.kind) {
     case ResponseFormat::Kind::kText: return std::shared_ptr<const sample::ConstraintFactory>();
     case ResponseFormat::Kind::kJsonObject:  // OpenAI's JSON mode: an object, not any JSON value

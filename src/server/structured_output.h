@@ -21,9 +21,13 @@ namespace keel::server {
 
 struct StructuredOutputConfig {
   size_t cache_capacity = 32;          // compiled grammars kept (with their token-mask caches)
+  size_t cache_mb = 512;               // and at most this many MiB of them (0 = no byte bound)
   int64_t max_compile_ms = 2'000;      // per request; over it -> 400
   size_t max_grammar_symbols = 1'000'000;
+  // Whitespace between JSON tokens when a request does not say (`grammar_whitespace`): compact, or
+  // runs of at most max_whitespace of [ \t\n\r] (a model can never loop on whitespace either way).
   grammar::WhitespacePolicy whitespace = grammar::WhitespacePolicy::kCompact;
+  int max_whitespace = 16;
 
   Status validate() const;
 };

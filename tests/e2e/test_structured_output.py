@@ -239,3 +239,46 @@ def test_jump_forward_keeps_greedy_output(keel_bin, model_path, client):
         assert m and int(m.group(1)) > 0, "jump-forward never fired"
     finally:
         _stop(proc)
+
+
+def _whitespace_runs(text):
+    """Lengths of the whitespace runs outside JSON strings."""
+    runs, cur, in_str, esc = [], 0, False, False
+    for ch in text:
+        if in_str:
+            in_str, esc = (ch != '"' or esc), (ch == "\\" and not esc)
+            continue
+        if ch in " \t\n\r":
+            cur += 1
+            continue
+        if cur:
+            runs.append(cur)
+        cur, in_str = 0, ch == '"'
+    return runs + ([cur] if cur else [])
+
+
+def test_grammar_whitespace_per_request_and_server_wide(keel_bin, model_path, client):
+    schema = _schema_case(MASKBENCH[0])
+    kw = dict(model="smollm2", messages=_prompt(schema), max_tokens=MAX_TOKENS, temperature=0,
+              response_format={"type": "json_schema", "json_schema": {"name": "ws", "schema": schema}})
+    flexible = client.chat.completions.create(**kw, extra_body={"grammar_whitespace": "flexible"})
+    _validate(schema, flexible.choices[0].message.content)
+    assert all(n <= 16 for n in _whitespace_runs(flexible.choices[0].message.content))
+    compact = client.chat.completions.create(**kw)  # the server default: compact
+    _validate(schema, compact.choices[0].message.content)
+    assert _whitespace_runs(compact.choices[0].message.content) == []
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(**kw, extra_body={"grammar_whitespace": "loose"})
+    assert "grammar_whitespace" in str(e.value)
+
+    base, proc = _start(keel_bin, model_path, ["--grammar-whitespace", "flexible", "--grammar-max-whitespace", "2"])
+    try:
+        other = openai.OpenAI(base_url=base + "/v1", api_key="unused", max_retries=0, timeout=600)
+        spaced = other.chat.completions.create(**kw)
+        _validate(schema, spaced.choices[0].message.content)
+        assert all(n <= 2 for n in _whitespace_runs(spaced.choices[0].message.content))
+        tight = other.chat.completions.create(**kw, extra_body={"grammar_whitespace": "compact"})
+        _validate(schema, tight.choices[0].message.content)
+        assert _whitespace_runs(tight.choices[0].message.content) == []
+    finally:
+        _stop(proc)

@@ -341,6 +341,14 @@ MaybeError read_grammar_fields(FieldReader& r, bool with_json_schema, Generation
     rf.kind = f.kind;
     rf.param = r.name(f.key);
   }
+  if (r.has("grammar_whitespace")) {
+    std::string ws;
+    KEEL_API_TRY(r.read_string("grammar_whitespace", ws));
+    if (ws != "compact" && ws != "flexible")
+      return param_error(r.name("grammar_whitespace"), "must be \"compact\" or \"flexible\", got '{}'", ws);
+    p.response_format.whitespace =
+        ws == "compact" ? ResponseFormat::Whitespace::kCompact : ResponseFormat::Whitespace::kFlexible;
+  }
   return {};
 }
 

@@ -32,6 +32,10 @@ struct ResponseFormat {
   std::string spec;    // kJsonSchema: the schema as JSON text; kRegex: the pattern; kEbnf: the grammar
   bool strict = false;  // json_schema.strict: an absent additionalProperties means false
   std::string param;   // the request field it came from, for errors ("response_format.json_schema.schema")
+  // keel's `grammar_whitespace` field: whitespace between JSON tokens for json_schema / json_object
+  // ("compact": none; "flexible": bounded runs); kDefault = the server's --grammar-whitespace.
+  enum class Whitespace { kDefault, kCompact, kFlexible };
+  Whitespace whitespace = Whitespace::kDefault;
 };
 
 // Parameters shared by both endpoints (and, through native_generate.cc, by /generate).
@@ -86,7 +90,7 @@ MaybeError read_sampling_fields(FieldReader& r, const ParseLimits& limits, Gener
 
 // keel's grammar fields `regex` and `ebnf` (strings), and with json_schema (/generate's
 // sampling_params) `json_schema` (a schema object or its JSON text). At most one of them, and only
-// when p.response_format is still text.
+// when p.response_format is still text. Also `grammar_whitespace` ("compact" | "flexible").
 MaybeError read_grammar_fields(FieldReader& r, bool with_json_schema, GenerationParams& p);
 
 }  // namespace keel::server::openai

@@ -1,11 +1,14 @@
 // GrammarStore: one compilation per distinct spec (kind, options and source all count), least
 // recently used entries evicted past the capacity, errors returned and not cached, and concurrent
-// callers of one spec sharing the result.
+// callers of one spec sharing the result; the byte bound counts token-mask classifications as they
+// are made.
 #include "grammar/grammar_store.h"
 
 #include <thread>
 
 #include <gtest/gtest.h>
+
+#include "grammar/matcher.h"
 
 namespace keel::grammar {
 namespace {
@@ -72,6 +75,44 @@ TEST(GrammarStore, ConcurrentCallersShareOneEntry) {
     ASSERT_NE(g, nullptr);
     EXPECT_EQ(g, store.get_or_compile(regex("(ab|b)*1")).value());
   }
+}
+
+TEST(GrammarStore, ByteBoundEvictsLeastRecentlyUsedAndCountsClassifications) {
+  GrammarSpec json{.kind = GrammarSpec::Kind::kJsonValue};
+  size_t bytes_a = 0, bytes_json = 0;
+  {
+    GrammarStore unbounded(small_trie(), 8);
+    bytes_a = unbounded.get_or_compile(regex("a+")).value()->memory_bytes();
+    bytes_json = unbounded.get_or_compile(json).value()->memory_bytes();
+    EXPECT_EQ(unbounded.memory_bytes(), bytes_a + bytes_json);
+  }
+  ASSERT_GT(bytes_a, 0u);
+  ASSERT_GT(bytes_json, 0u);
+
+  // Room for both as compiled, not for more.
+  GrammarStore store(small_trie(), 8, bytes_a + bytes_json + 8);
+  auto a = store.get_or_compile(regex("a+")).value();
+  auto j = store.get_or_compile(json).value();
+  EXPECT_EQ(store.size(), 2u);
+  // Classifying positions of the JSON grammar makes its entry grow past the bound...
+  GrammarMatcher m(j);
+  std::vector<uint32_t> mask(j->n_mask_words());
+  m.fill_mask(mask);
+  ASSERT_TRUE(m.accept_token(3));  // "{"
+  m.fill_mask(mask);
+  EXPECT_GT(j->memory_bytes(), bytes_json);
+  // ...so the next use of the store drops the least recently used entry ("a+"), not the one in use.
+  EXPECT_EQ(store.get_or_compile(json).value(), j);
+  EXPECT_EQ(store.size(), 1u);
+  EXPECT_LE(store.memory_bytes(), bytes_a + bytes_json + 8);
+  EXPECT_NE(store.get_or_compile(regex("a+")).value(), a) << "evicted, so compiled anew";
+
+  // An entry larger than the whole bound is still returned (and kept until the next insertion).
+  GrammarStore tiny(small_trie(), 8, 1);
+  ASSERT_TRUE(tiny.get_or_compile(json).ok());
+  EXPECT_EQ(tiny.size(), 1u);
+  ASSERT_TRUE(tiny.get_or_compile(regex("a+")).ok());
+  EXPECT_EQ(tiny.size(), 1u);
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 // when PCRE2 matches it — whole-string matches and JSON Schema's unanchored search alike.
 #include <pcre2.h>
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "grammar/compiled_grammar.h"
@@ -81,6 +83,75 @@ TEST(Regex, MatchesPcre2OnAllShortStrings) {
       }
     }
   }
+}
+
+// A pattern intersected with a length range (JSON Schema pattern + minLength/maxLength): PCRE2's
+// verdict and the length, on every short string, for every pattern and several ranges.
+TEST(Regex, WithLengthMatchesPcre2AndTheLength) {
+  const std::vector<std::string> inputs = strings_over("ab-.1c ", 4);
+  const std::pair<int64_t, int64_t> ranges[] = {{0, 0}, {0, 2}, {1, 3}, {2, -1}, {3, 4}, {4, 4}, {0, -1}};
+  for (const char* pat : kPatterns) {
+    for (bool search : {false, true}) {
+      Pcre pcre(pat, !search);
+      for (auto [lo, hi] : ranges) {
+        GrammarBuilder b;
+        RuleId root = b.add_rule("root");
+        auto sym = regex_with_length(b, pat, {.encoding = CharEncoding::kUtf8, .search = search}, lo, hi);
+        ASSERT_TRUE(sym.ok()) << pat << ": " << sym.status().to_string();
+        b.add_alt(root, {*sym});
+        CompiledGrammar g(*b.finish(root));
+        int mismatches = 0;
+        for (const std::string& s : inputs) {
+          const auto n = static_cast<int64_t>(s.size());
+          const bool want = pcre.match(s) && n >= lo && (hi < 0 || n <= hi);
+          if (accepts(g, s) != want && ++mismatches <= 3)
+            ADD_FAILURE() << "/" << pat << "/ search=" << search << " len " << lo << ".." << hi << " on '" << s
+                          << "': keel " << !want;
+        }
+      }
+    }
+  }
+  // Characters are counted, not bytes.
+  GrammarBuilder b;
+  RuleId root = b.add_rule("root");
+  b.add_alt(root, {*regex_with_length(b, "^[é-ü]+$", {.encoding = CharEncoding::kUtf8}, 2, 2)});
+  CompiledGrammar g(*b.finish(root));
+  EXPECT_TRUE(accepts(g, "éü"));
+  EXPECT_FALSE(accepts(g, "é"));
+  EXPECT_FALSE(accepts(g, "éüé"));
+}
+
+// Keys by pattern (patternProperties next to additionalProperties): the pattern's matches minus
+// listed names, and the strings matching neither, against PCRE2 on every short string.
+TEST(Regex, KeySetsMatchPcre2) {
+  const std::vector<std::string> inputs = strings_over("ab-.1c ", 4);
+  const std::vector<std::string> names = {"a", "ab", "c c", ""};
+  for (const char* pat : kPatterns) {
+    Pcre pcre(pat, false);
+    for (KeySet which : {KeySet::kPatternMinusNames, KeySet::kNeither}) {
+      GrammarBuilder b;
+      RuleId root = b.add_rule("root");
+      auto sym = regex_key_set(b, pat, names, which, CharEncoding::kUtf8);
+      ASSERT_TRUE(sym.ok()) << pat << ": " << sym.status().to_string();
+      b.add_alt(root, {*sym});
+      CompiledGrammar g(*b.finish(root));
+      int mismatches = 0;
+      for (const std::string& s : inputs) {
+        const bool named = std::find(names.begin(), names.end(), s) != names.end();
+        const bool want = !named && (which == KeySet::kPatternMinusNames ? pcre.match(s) : !pcre.match(s));
+        if (accepts(g, s) != want && ++mismatches <= 3)
+          ADD_FAILURE() << "/" << pat << "/ " << static_cast<int>(which) << " on '" << s << "': keel " << !want;
+      }
+    }
+  }
+}
+
+TEST(Regex, MatchesEverythingOnlyWhenItDoes) {
+  for (const char* pat : {"", ".*", "a*", "^a*", "a?$", "x|.*", "(ab)*"}) EXPECT_TRUE(regex_matches_everything(pat)) << pat;
+  // "^.*$" fails on "a\nb" ('.' is not a line terminator); the others on "" or on "b".
+  for (const char* pat : {"^.*$", ".+", "^a*$", "a", "^$", "(", "(?=a)"}) EXPECT_FALSE(regex_matches_everything(pat)) << pat;
+  Pcre newline("^.*$", false);
+  EXPECT_FALSE(newline.match("a\nb"));
 }
 
 TEST(Regex, UnicodeClassesAsUtf8) {

@@ -47,6 +47,28 @@ TEST(SchemaNot, NegationsMatchTheSpecification) {
       {R"({"not":{"type":"object","required":["a"]}})", "[]", true},
       {R"({"not":{"type":"object","required":["a"]}})", R"({"b":1})", true},
       {R"({"not":{"type":"object","required":["a"]}})", R"({"a":1})", false},
+      {R"({"not":{"enum":["a","b",null,true]}})", R"("a")", false},
+      {R"({"not":{"enum":["a","b",null,true]}})", R"("ab")", true},
+      {R"({"not":{"enum":["a","b",null,true]}})", R"("")", true},
+      {R"({"not":{"enum":["a","b",null,true]}})", "null", false},
+      {R"({"not":{"enum":["a","b",null,true]}})", "true", false},
+      {R"({"not":{"enum":["a","b",null,true]}})", "false", true},
+      {R"({"not":{"enum":["a","b",null,true]}})", "0", true},
+      {R"({"not":{"const":"x"}})", R"("x")", false},
+      {R"({"not":{"const":"x"}})", R"("\u0078")", false},  // not a canonical spelling: never emitted
+      {R"({"not":{"const":"x"}})", R"("y")", true},
+      {R"({"not":{"const":"x"}})", "{}", true},
+      {R"({"type":"string","enum":["a","b","c"],"not":{"enum":["b"]}})", R"("b")", false},
+      {R"({"type":"string","enum":["a","b","c"],"not":{"enum":["b"]}})", R"("c")", true},
+      {R"({"not":{"not":{"const":"x"}}})", R"("x")", true},
+      {R"({"not":{"not":{"const":"x"}}})", R"("y")", false},
+      {R"({"not":{"allOf":[{"type":"string"},{"enum":["a","b"]}]}})", R"("a")", false},
+      {R"({"not":{"allOf":[{"type":"string"},{"enum":["a","b"]}]}})", R"("c")", true},
+      {R"({"not":{"allOf":[{"type":"string"},{"enum":["a","b"]}]}})", "3", true},
+      {R"({"not":{"items":{"type":"string"}}})", R"(["a","b"])", false},
+      {R"({"not":{"items":{"type":"string"}}})", "[]", false},
+      {R"({"not":{"items":{"type":"string"}}})", R"(["a",1])", true},
+      {R"({"not":{"items":{"type":"string"}}})", "{}", false},  // items holds for non-arrays
   };
   for (const Case& c : cases) EXPECT_EQ(accepts(c.schema, c.instance), c.valid) << c.schema << " " << c.instance;
 }
@@ -85,9 +107,10 @@ TEST(SchemaNot, InexactNegationsAreUnsupportedNamingTheKeyword) {
   };
   const Bad bad[] = {
       {R"({"not":{"type":"integer"}})", "'not'"},
-      {R"({"properties":{"x":{"not":{"const":"a"}}}})", "#/properties/x/not"},
+      {R"({"properties":{"x":{"not":{"const":1}}}})", "#/properties/x/not"},
+      {R"({"not":{"enum":["a",[1]]}})", "'not'"},
       {R"({"not":{"minLength":3}})", "'minLength'"},
-      {R"({"if":{"properties":{"k":{"const":"a"}}},"then":{"required":["b"]}})", "'if'"},
+      {R"({"if":{"properties":{"k":{"const":2}}},"then":{"required":["b"]}})", "'if'"},
   };
   for (const Bad& b : bad) {
     auto g = compile_grammar({.kind = GrammarSpec::Kind::kJsonSchema, .source = b.schema});

@@ -305,6 +305,21 @@ TEST(ChatParse, GrammarExtensionFields) {
                   "json_schema is /generate's field, not the OpenAI endpoints'");
 }
 
+TEST(ChatParse, GrammarWhitespaceExtension) {
+  using Ws = ResponseFormat::Whitespace;
+  auto plain = chat(with(chat_base(), "response_format", {{"type", "json_object"}}));
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain.value().params.response_format.whitespace, Ws::kDefault);
+  auto flexible = chat(with(with(chat_base(), "response_format", {{"type", "json_object"}}), "grammar_whitespace", "flexible"));
+  ASSERT_TRUE(flexible.ok()) << flexible.error().status.to_string();
+  EXPECT_EQ(flexible.value().params.response_format.whitespace, Ws::kFlexible);
+  auto compact = chat(with(chat_base(), "grammar_whitespace", "compact"));
+  ASSERT_TRUE(compact.ok());
+  EXPECT_EQ(compact.value().params.response_format.whitespace, Ws::kCompact);
+  expect_rejected(chat(with(chat_base(), "grammar_whitespace", "loose")), "grammar_whitespace", "unknown policy");
+  expect_rejected(chat(with(chat_base(), "grammar_whitespace", 1)), "grammar_whitespace", "not a string");
+}
+
 TEST(CompletionParse, PromptForms) {
   auto text = completion(completion_base());
   ASSERT_TRUE(text.ok());
