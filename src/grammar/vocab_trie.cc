@@ -24,14 +24,15 @@ VocabTrie::VocabTrie(Vocabulary vocab) : vocab_(std::move(vocab)) {
     size_t hi = lo;
     const char c = vocab_.token_bytes[ids[lo]][0];
     while (hi < ids.size() && vocab_.token_bytes[ids[hi]][0] == c) ++hi;
-    build(ids, lo, hi, 1);
+    build(ids, lo, hi, 1, kNoParent);
     lo = hi;
   }
 }
 
 // Node for the common prefix of length `depth` shared by sorted[lo, hi).
-void VocabTrie::build(const std::vector<int32_t>& sorted, size_t lo, size_t hi, uint32_t depth) {
+void VocabTrie::build(const std::vector<int32_t>& sorted, size_t lo, size_t hi, uint32_t depth, uint32_t parent) {
   const auto index = static_cast<uint32_t>(nodes_.size());
+  parents_.push_back(parent);
   nodes_.push_back({static_cast<uint8_t>(vocab_.token_bytes[sorted[lo]][depth - 1]), depth, 0,
                     static_cast<uint32_t>(token_ids_.size()), 0});
   while (lo < hi && vocab_.token_bytes[sorted[lo]].size() == depth) token_ids_.push_back(sorted[lo++]);
@@ -40,7 +41,7 @@ void VocabTrie::build(const std::vector<int32_t>& sorted, size_t lo, size_t hi, 
     size_t mid = lo;
     const char c = vocab_.token_bytes[sorted[lo]][depth];
     while (mid < hi && vocab_.token_bytes[sorted[mid]][depth] == c) ++mid;
-    build(sorted, lo, mid, depth + 1);
+    build(sorted, lo, mid, depth + 1, index);
     lo = mid;
   }
   nodes_[index].subtree_end = static_cast<uint32_t>(nodes_.size());

@@ -37,14 +37,18 @@ class VocabTrie {
     uint32_t e = nodes_[i].subtree_end;
     return e < nodes_.size() ? nodes_[e].tok_begin : static_cast<uint32_t>(token_ids_.size());
   }
+  static constexpr uint32_t kNoParent = UINT32_MAX;
+  // The node one byte up (kNoParent for depth 1).
+  uint32_t parent(uint32_t i) const { return parents_[i]; }
   bool is_eos(int32_t id) const { return is_eos_[id] != 0; }
 
  private:
-  void build(const std::vector<int32_t>& sorted, size_t lo, size_t hi, uint32_t depth);
+  void build(const std::vector<int32_t>& sorted, size_t lo, size_t hi, uint32_t depth, uint32_t parent);
 
   Vocabulary vocab_;
   std::vector<Node> nodes_;
   std::vector<int32_t> token_ids_;
+  std::vector<uint32_t> parents_;
   std::vector<uint8_t> is_eos_;
 };
 
