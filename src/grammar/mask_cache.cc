@@ -8,9 +8,10 @@
 namespace keel::grammar {
 
 TokenMaskCache::TokenMaskCache(std::shared_ptr<const CompiledGrammar> grammar, std::shared_ptr<const VocabTrie> trie,
-                               size_t mask_budget_bytes)
+                               std::shared_ptr<SharedClassifications> shared, size_t mask_budget_bytes)
     : grammar_(std::move(grammar)),
       trie_(std::move(trie)),
+      shared_(std::move(shared)),
       max_finished_(mask_budget_bytes / (std::max<size_t>(1, n_mask_words()) * sizeof(uint32_t))) {}
 
 const PositionMask& TokenMaskCache::get(uint32_t pos) {
@@ -19,8 +20,17 @@ const PositionMask& TokenMaskCache::get(uint32_t pos) {
     auto it = masks_.find(pos);
     if (it != masks_.end()) return *it->second;
   }
-  // Classified outside the lock; if two threads race, the first insert wins.
-  auto mask = std::make_unique<PositionMask>(classify(pos));
+  // Looked up or classified outside the lock; if two threads race, the first insert wins.
+  std::optional<std::string> key;
+  std::shared_ptr<const PositionMask> mask;
+  if (shared_ != nullptr) {
+    key = position_key(*grammar_, pos, shared_->max_key_bytes());
+    if (key) mask = shared_->find(*key);
+  }
+  if (mask == nullptr) {
+    mask = std::make_shared<const PositionMask>(classify(pos));
+    if (key) shared_->insert(*key, mask);
+  }
   std::lock_guard<std::mutex> lock(mu_);
   auto [it, inserted] = masks_.try_emplace(pos, std::move(mask));
   return *it->second;
@@ -59,6 +69,11 @@ PositionMask TokenMaskCache::classify(uint32_t pos) {
     for (uint32_t i = 0; i < nodes.size();) {
       const VocabTrie::Node& node = nodes[i];
       const uint32_t d = node.depth - 1;
+      if (const uint8_t h = trie_->plain_height(i); h != 0 && h <= walk.plain_run(d)) {
+        for (uint32_t t = trie_->subtree_tok_begin(i); t < trie_->subtree_tok_end(i); ++t) accepted.push_back(t);
+        i = node.subtree_end;
+        continue;
+      }
       const StateWalker::Step step = walk.step(d, node.byte);
       if (step.state == StateTable::kDead) {
         if (rule_ended[d] && trie_->subtree_tok_begin(i) < trie_->subtree_tok_end(i)) out.uncertain.push_back(i);

@@ -10,7 +10,7 @@
 //    walks (classification and the matcher's uncertain-token checks) are table walks.
 //  - Finished masks per full-parse state: a matcher standing in a state seen before (the same place
 //    in a string body, the same key position of an object) copies the mask. Bounded (mask_budget).
-// Positions are classified lazily on first use. Thread-safe: matchers on any thread share one cache.
+// Positions are classified lazily on first use, or found in the vocabulary's SharedClassifications. Thread-safe: matchers on any thread share one cache.
 #pragma once
 
 #include <cstdint>
@@ -22,22 +22,18 @@
 #include <vector>
 
 #include "grammar/compiled_grammar.h"
+#include "grammar/shared_classes.h"
 #include "grammar/state_table.h"
 #include "grammar/vocab_trie.h"
 
 namespace keel::grammar {
 
-struct PositionMask {
-  std::vector<uint32_t> accepted_bits;  // bitmask [ceil(n_vocab / 32)] when dense, else empty
-  std::vector<int32_t> accepted_ids;    // token ids, sorted, when sparse
-  std::vector<uint32_t> uncertain;      // trie nodes whose subtrees' tokens are uncertain, ascending
-};
-
 class TokenMaskCache {
  public:
-  // mask_budget_bytes bounds the finished masks kept per state (oldest dropped first).
+  // mask_budget_bytes bounds the finished masks kept per state (oldest dropped first). shared: the
+  // vocabulary's cross-grammar classifications (shared_classes.h), or null.
   TokenMaskCache(std::shared_ptr<const CompiledGrammar> grammar, std::shared_ptr<const VocabTrie> trie,
-                 size_t mask_budget_bytes = 4 << 20);
+                 std::shared_ptr<SharedClassifications> shared = nullptr, size_t mask_budget_bytes = 4 << 20);
 
   const CompiledGrammar& grammar() const { return *grammar_; }
   const VocabTrie& trie() const { return *trie_; }
@@ -57,7 +53,8 @@ class TokenMaskCache {
   std::shared_ptr<const VocabTrie> trie_;
   StateTable states_;
   std::mutex mu_;
-  std::unordered_map<uint32_t, std::unique_ptr<PositionMask>> masks_;
+  std::shared_ptr<SharedClassifications> shared_;
+  std::unordered_map<uint32_t, std::shared_ptr<const PositionMask>> masks_;
   size_t max_finished_;
   std::unordered_map<StateTable::State, std::vector<uint32_t>> finished_;
   std::deque<StateTable::State> finished_order_;  // oldest first

@@ -91,6 +91,11 @@ void GrammarMatcher::check_uncertain(std::span<uint32_t> bitmask) {
     }
     for (uint32_t i = root; alive && i < covered_end;) {
       const VocabTrie::Node& n = nodes[i];
+      if (const uint8_t h = trie.plain_height(i); h != 0 && h <= walk.plain_run(n.depth - 1)) {
+        for (uint32_t t = n.tok_begin, e = trie.subtree_tok_end(i); t < e; ++t) bitmask[ids[t] >> 5] |= 1u << (ids[t] & 31);
+        i = n.subtree_end;
+        continue;
+      }
       if (walk.step(n.depth - 1, n.byte).state == StateTable::kDead) {
         i = n.subtree_end;
         continue;

@@ -32,6 +32,14 @@ void StateTable::set_next(State s, uint8_t b, State n) {
   row(s).next[b].store(v, std::memory_order_release);
 }
 
+void StateTable::fill_dead(State s, const std::bitset<256>& live) {
+  Row& r = row(s);
+  if (r.dead_filled.load(std::memory_order_acquire) != 0) return;
+  for (int b = 0; b < 256; ++b)
+    if (!live.test(b)) r.next[b].store(kRowDead, std::memory_order_release);
+  r.dead_filled.store(1, std::memory_order_release);
+}
+
 size_t StateTable::size() const {
   std::lock_guard<std::mutex> lock(mu_);
   return ids_.size();

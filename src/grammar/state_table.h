@@ -10,6 +10,7 @@
 #pragma once
 
 #include <atomic>
+#include <bitset>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -39,6 +40,12 @@ class StateTable {
   }
   void set_next(State s, uint8_t b, State n);
   uint8_t flags(State s) const { return row(s).flags; }
+  // Plain run of s (StateWalker::plain_run) plus one; 0 when not known yet.
+  uint8_t plain_run(State s) const { return row(s).plain_run.load(std::memory_order_relaxed); }
+  void set_plain_run(State s, uint8_t v) { row(s).plain_run.store(v, std::memory_order_relaxed); }
+  // Marks every byte outside `live` dead from s (once per state: the column's scannable bytes are known
+  // as soon as the parser stands there, so later walks need no parser step to reject a byte).
+  void fill_dead(State s, const std::bitset<256>& live);
   size_t size() const;
 
  private:
@@ -48,6 +55,8 @@ class StateTable {
   struct Row {
     std::atomic<uint16_t> next[256];
     uint8_t flags = 0;
+    std::atomic<uint8_t> plain_run{0};
+    std::atomic<uint8_t> dead_filled{0};
   };
   struct KeyHash {
     using is_transparent = void;

@@ -1,11 +1,14 @@
 #include "grammar/state_walker.h"
 
 #include "base/check.h"
+#include "grammar/vocab_trie.h"
 
 namespace keel::grammar {
 
 StateWalker::StateWalker(EarleyParser& parser, StateTable& table)
-    : parser_(parser), table_(table), state_(1, parser.state()) {}
+    : parser_(parser), table_(table), state_(1, parser.state()) {
+  if (state_[0] != StateTable::kNone) table_.fill_dead(state_[0], parser_.next_bytes());
+}
 
 StateWalker::~StateWalker() { parser_.pop_bytes(pushed_); }
 
@@ -34,10 +37,35 @@ StateWalker::Step StateWalker::step(uint32_t d, uint8_t b) {
     ++pushed_;
     ++synced_;
     out = {parser_.state(), parser_.flags()};
+    if (out.state != StateTable::kNone) table_.fill_dead(out.state, parser_.next_bytes());
   }
   if (s != StateTable::kNone && out.state != StateTable::kNone) table_.set_next(s, b, out.state);
   state_[d + 1] = out.state;
   return out;
+}
+
+uint32_t StateWalker::plain_run(uint32_t d, uint32_t budget) {
+  constexpr uint32_t kUnbounded = 254;
+  const StateTable::State s = state_[d];
+  if (s == StateTable::kNone || s == StateTable::kDead) return 0;
+  if (const uint8_t known = table_.plain_run(s); known != 0) return known - 1u;
+  if (budget == 0) return 0;
+  StateTable::State next = StateTable::kNone;
+  bool uniform = true;
+  for (int b = 0x20; b < 0x7f && uniform; ++b) {
+    if (!VocabTrie::plain(static_cast<uint8_t>(b))) continue;
+    const StateTable::State n = step(d, static_cast<uint8_t>(b)).state;
+    uniform = n != StateTable::kDead && n != StateTable::kNone && (next == StateTable::kNone || n == next);
+    next = n;
+  }
+  uint32_t run = 0;
+  if (uniform) {
+    state_[d + 1] = next;  // the last step may have been any plain byte: all lead here
+    run = next == s ? kUnbounded : std::min(kUnbounded, 1 + plain_run(d + 1, budget - 1));
+  }
+  // A search cut off by the budget gives a lower bound, which is still a sound answer to keep.
+  table_.set_plain_run(s, static_cast<uint8_t>(run + 1));
+  return run;
 }
 
 }  // namespace keel::grammar

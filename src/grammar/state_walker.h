@@ -29,6 +29,11 @@ class StateWalker {
   // Takes byte b at depth d (d bytes of the path already walked and alive; depth 0 is the parser's
   // column). Replaces the path from depth d on.
   Step step(uint32_t d, uint8_t b);
+  // How many plain bytes (VocabTrie::plain) in any order the state at depth d surely takes: every
+  // plain byte leads to one and the same live state, and so on from there (254: a loop, unbounded).
+  // Found by stepping those bytes once per state (replacing the path from depth d on); a lower bound
+  // where the chain is longer than the search goes.
+  uint32_t plain_run(uint32_t d, uint32_t budget = 64);
 
  private:
   EarleyParser& parser_;

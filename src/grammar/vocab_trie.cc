@@ -27,6 +27,19 @@ VocabTrie::VocabTrie(Vocabulary vocab) : vocab_(std::move(vocab)) {
     build(ids, lo, hi, 1, kNoParent);
     lo = hi;
   }
+  // Children come after their parent in preorder, so a reverse scan has settled a node's subtree
+  // before it reaches the parent.
+  std::vector<uint8_t> pure(nodes_.size());
+  std::vector<uint32_t> height(nodes_.size(), 1);
+  for (size_t i = 0; i < nodes_.size(); ++i) pure[i] = plain(nodes_[i].byte);
+  for (size_t i = nodes_.size(); i-- > 0;) {
+    const uint32_t p = parents_[i];
+    if (p == kNoParent) continue;
+    if (!pure[i]) pure[p] = 0;
+    height[p] = std::max(height[p], height[i] + 1);
+  }
+  plain_height_.resize(nodes_.size());
+  for (size_t i = 0; i < nodes_.size(); ++i) plain_height_[i] = pure[i] ? static_cast<uint8_t>(std::min(height[i], 255u)) : 0;
 }
 
 // Node for the common prefix of length `depth` shared by sorted[lo, hi).
