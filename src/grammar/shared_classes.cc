@@ -40,12 +40,9 @@ std::optional<std::string> position_key(const CompiledGrammar& g, uint32_t pos, 
         }
         if (s.kind == FlatSymbol::Kind::kBytes) {
           out += 'b';
-          const ByteSet& set = g.byte_set(s.index);
-          for (int w = 0; w < 4; ++w) {
-            uint64_t bits = 0;
-            for (int i = 0; i < 64; ++i) bits |= static_cast<uint64_t>(set.test(w * 64 + i)) << i;
-            out.append(reinterpret_cast<const char*>(&bits), sizeof bits);
-          }
+          // The set's storage as it is: keys are only compared within this process.
+          static_assert(sizeof(ByteSet) == 32);
+          out.append(reinterpret_cast<const char*>(&g.byte_set(s.index)), sizeof(ByteSet));
         } else {
           auto [it, inserted] = local.try_emplace(s.index, static_cast<uint32_t>(queue.size()));
           if (inserted) queue.push_back(s.index);

@@ -34,7 +34,7 @@ std::optional<std::string> position_key(const CompiledGrammar& g, uint32_t pos, 
 
 class SharedClassifications {
  public:
-  explicit SharedClassifications(size_t budget_bytes = 64 << 20, size_t max_key_bytes = 16 << 10)
+  explicit SharedClassifications(size_t budget_bytes = 64 << 20, size_t max_key_bytes = 4 << 10)
       : budget_(budget_bytes), max_key_bytes_(max_key_bytes) {}
 
   size_t max_key_bytes() const { return max_key_bytes_; }
