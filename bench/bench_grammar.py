@@ -1,17 +1,22 @@
 #!/usr/bin/env python3
-"""Structured output: keel vs llguidance, one core, over MaskBench-dev, in one run.
+"""Structured output: keel vs llguidance vs xgrammar, one core, over MaskBench-dev, in one run.
 
 For each tokenizer (SmolLM2's 49,152 tokens; Llama 3's 128,256 tokens, both as tokenizer.json in
 $KEEL_CACHE_DIR/testdata/tokenizer, made from the vocab GGUFs llama.cpp ships in the llama-cpp-python
 0.3.36 source package) and every n-th MaskBench-dev schema:
   - compile time: schema -> a matcher ready for the first mask (keel: compile + empty mask cache;
-    llguidance: grammar_from_json_schema + LLMatcher);
+    llguidance: grammar_from_json_schema + LLMatcher; xgrammar: compile_json_schema + GrammarMatcher, with
+    its per-tokenizer TokenizerInfo built once beforehand, as keel's vocabulary trie is);
   - mask time: each full-vocabulary mask while the first valid instance keel accepts (compact JSON, keys
     in schema order) is fed token by token with each side's tokenization of the same text. Cold: the
-    first request of a schema, lazily built per-position tables included on both sides.
-xgrammar is not compared: it is not installable here (no package in this workplace's PyPI mirror list).
+    first request of a schema, lazily built per-position tables included. keel runs twice: through one
+    GrammarStore as keel serve does (a schema's cold masks may reuse classifications earlier schemas
+    made) and "isolated" (a fresh mask cache per schema, nothing shared).
+xgrammar (0.2.9) needs torch; when this interpreter cannot import it, --xgrammar-python names one that
+can (e.g. a venv made with --system-site-packages), which runs that part in a child process.
 
-  python3 bench/bench_grammar.py [--every 8] [--cpu 0]   (needs build/bench/bench_grammar_keel: -DKEEL_BENCH=ON)
+  python3 bench/bench_grammar.py [--every 8] [--cpu 0] [--xgrammar-python PY]
+  (needs build/bench/bench_grammar_keel: -DKEEL_BENCH=ON)
 """
 import argparse
 import json
@@ -34,9 +39,9 @@ def pct(xs, p):
     return xs[min(len(xs) - 1, int(p * len(xs)))] if xs else float("nan")
 
 
-def run_keel(binary, tok_dir, every, cpu):
-    out = subprocess.run(["taskset", "-c", str(cpu), str(binary), str(tok_dir), str(DATA), str(every)],
-                         capture_output=True, text=True, check=True).stdout
+def run_keel(binary, tok_dir, every, cpu, isolated=False):
+    out = subprocess.run(["taskset", "-c", str(cpu), str(binary), str(tok_dir), str(DATA), str(every)]
+                         + (["isolated"] if isolated else []), capture_output=True, text=True, check=True).stdout
     return {r["file"]: r for r in map(json.loads, out.splitlines())}
 
 
@@ -75,6 +80,56 @@ def run_llguidance(tok_dir, rows):
                 res["mask_us"] = times
         out[name] = res
     return out
+
+
+def run_xgrammar(tok_dir, rows):
+    import xgrammar as xgr
+    import transformers
+    hf = transformers.PreTrainedTokenizerFast(tokenizer_file=str(tok_dir / "tokenizer.json"))
+    info = xgr.TokenizerInfo.from_huggingface(hf, vocab_size=len(hf))
+    compiler = xgr.GrammarCompiler(info, max_threads=1, cache_enabled=False)
+    bm = xgr.allocate_token_bitmask(1, info.vocab_size)
+    out = {}
+    for name, row in rows.items():
+        schema = json.loads((DATA / name).read_text())["schema"]
+        t0 = time.perf_counter()
+        try:
+            cg = compiler.compile_json_schema(json.dumps(schema), any_whitespace=False, separators=(",", ":"),
+                                              strict_mode=False)
+            m = xgr.GrammarMatcher(cg)
+            ok = True
+        except Exception:  # noqa: BLE001 - an unsupported schema is a compile failure, as for keel
+            ok = False
+        res = {"compile_us": (time.perf_counter() - t0) * 1e6, "compiled": ok}
+        if ok and "instance" in row:
+            times = []
+            for tid in hf.encode(row["instance"], add_special_tokens=False):
+                t0 = time.perf_counter()
+                m.fill_next_token_bitmask(bm)
+                times.append((time.perf_counter() - t0) * 1e6)
+                if not m.accept_token(tid):
+                    times = None
+                    break
+            if times:
+                t0 = time.perf_counter()
+                m.fill_next_token_bitmask(bm)
+                times.append((time.perf_counter() - t0) * 1e6)
+                res["mask_us"] = times
+        out[name] = res
+    return out
+
+
+def xgrammar_rows(args, tok_dir, rows):
+    try:
+        import xgrammar  # noqa: F401
+        return run_xgrammar(tok_dir, rows)
+    except ImportError:
+        if not args.xgrammar_python:
+            return None
+    # The child inherits this process's one-core affinity.
+    out = subprocess.run([args.xgrammar_python, __file__, "--xgrammar-worker", str(tok_dir)], input=json.dumps(rows),
+                         capture_output=True, text=True, check=True).stdout
+    return json.loads(out)
 
 
 def summarize(label, rows, key="mask_us"):
@@ -141,24 +196,38 @@ def main():
     ap.add_argument("--cpu", type=int, default=0, help="the one core both run on")
     ap.add_argument("--keel", default=str(ROOT / "build/bench/bench_grammar_keel"))
     ap.add_argument("--e2e", action="store_true", help="only the end-to-end tokens/s comparison on keel serve")
+    ap.add_argument("--xgrammar-python", default=os.environ.get("XGRAMMAR_PYTHON"),
+                    help="interpreter that can import xgrammar, when this one cannot")
+    ap.add_argument("--xgrammar-worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.xgrammar_worker:
+        print(json.dumps(run_xgrammar(pathlib.Path(args.xgrammar_worker), json.load(sys.stdin))))
+        return None
     if args.e2e:
         return e2e(args)
     os.sched_setaffinity(0, {args.cpu})
-    print(f"MaskBench-dev every {args.every}th schema, one core (cpu {args.cpu}); compile in ms, mask in µs")
+    print(f"MaskBench-dev every {args.every}th schema, one core (cpu {args.cpu}); compile in ms, mask in µs; "
+          f"load average {os.getloadavg()[0]:.1f}")
     print("| vocabulary / engine | compiled | compile p50 | compile p99 | masks | mask p50 | mask p99 | mask p99.9 |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for label, tok_dir in VOCABS.items():
         keel = run_keel(args.keel, tok_dir, args.every, args.cpu)
+        iso = run_keel(args.keel, tok_dir, args.every, args.cpu, isolated=True)
         llg = run_llguidance(tok_dir, keel)
-        both = [n for n in keel if "mask_us" in keel[n] and "mask_us" in llg[n]]
-        print(summarize(f"{label} keel", keel))
-        print(summarize(f"{label} llguidance", llg))
-        print(summarize(f"{label} keel, instances both ran", {n: keel[n] for n in both}))
-        print(summarize(f"{label} llguidance, instances both ran", {n: llg[n] for n in both}))
-        print(summarize(f"{label} keel warm (same schema again), instances both ran", {n: keel[n] for n in both},
+        xg = xgrammar_rows(args, tok_dir, keel)
+        engines = {"keel": keel, "keel isolated": iso, "llguidance": llg}
+        if xg is not None:
+            engines["xgrammar"] = xg
+        for name, rows in engines.items():
+            print(summarize(f"{label} {name}", rows))
+        every = [n for n in keel if all("mask_us" in rows.get(n, {}) for rows in engines.values())]
+        for name, rows in engines.items():
+            print(summarize(f"{label} {name}, instances all ran", {n: rows[n] for n in every}))
+        print(summarize(f"{label} keel warm (same schema again), instances all ran", {n: keel[n] for n in every},
                         "mask_warm_us"))
+        print(f"load average {os.getloadavg()[0]:.1f}")
         sys.stdout.flush()
+    return None
 
 
 if __name__ == "__main__":

@@ -5,8 +5,10 @@
 // (cold cache: first-visit classifications included, as a first request would see them). Writes
 // one JSON object per schema to stdout; bench_grammar.py aggregates and compares with peers. The
 // instance is then fed a second time ("warm": a later request with the same schema, whose
-// per-position tables the first one built).
-//   bench_grammar_keel <tokenizer dir> <schema dir> [every_nth=1]
+// per-position tables the first one built). Grammars come from one GrammarStore, as in keel serve, so
+// a schema's cold masks can reuse classifications earlier schemas made (shared_classes.h);
+// `isolated` gives every schema a fresh TokenMaskCache with nothing shared.
+//   bench_grammar_keel <tokenizer dir> <schema dir> [every_nth=1] [isolated]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -19,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "grammar/compile.h"
+#include "grammar/grammar_store.h"
 #include "grammar/mask_cache.h"
 #include "grammar/matcher.h"
 #include "sched/grammar_constraint.h"
@@ -62,11 +65,12 @@ std::vector<double> mask_times(const std::shared_ptr<grammar::TokenMaskCache>& m
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: %s <tokenizer dir> <schema dir> [every_nth]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s <tokenizer dir> <schema dir> [every_nth] [isolated]\n", argv[0]);
     return 2;
   }
   const std::filesystem::path tok_dir = argv[1], data = argv[2];
   const int every = argc > 3 ? std::max(1, std::atoi(argv[3])) : 1;
+  const bool isolated = argc > 4 && std::string(argv[4]) == "isolated";
   auto tok = tokenizer::Tokenizer::from_hf_json(read_file(tok_dir / "tokenizer.json"),
                                                 read_file(tok_dir / "tokenizer_config.json"));
   if (!tok.ok()) {
@@ -76,6 +80,7 @@ int main(int argc, char** argv) {
   auto t0 = Clock::now();
   auto trie = std::make_shared<const grammar::VocabTrie>(keel::sched::grammar_vocabulary(**tok));
   std::fprintf(stderr, "vocabulary of %d tokens, trie built in %.1f ms\n", (*tok)->n_vocab(), us_since(t0) / 1e3);
+  grammar::GrammarStore store(trie, 16);
   std::vector<std::filesystem::path> files;
   for (const auto& e : std::filesystem::directory_iterator(data))
     if (e.path().extension() == ".json") files.push_back(e.path());
@@ -86,9 +91,13 @@ int main(int argc, char** argv) {
     nlohmann::json row = {{"file", files[i].filename().string()}};
     grammar::GrammarSpec spec{.kind = grammar::GrammarSpec::Kind::kJsonSchema, .source = doc["schema"].dump()};
     auto c0 = Clock::now();
-    auto g = grammar::compile_grammar(spec);
     std::shared_ptr<grammar::TokenMaskCache> masks;
-    if (g.ok()) masks = std::make_shared<grammar::TokenMaskCache>(std::move(g).value(), trie);
+    if (isolated) {
+      auto g = grammar::compile_grammar(spec);
+      if (g.ok()) masks = std::make_shared<grammar::TokenMaskCache>(std::move(g).value(), trie);
+    } else if (auto m = store.get_or_compile(spec); m.ok()) {
+      masks = std::move(m).value();
+    }
     row["compile_us"] = us_since(c0);
     row["compiled"] = masks != nullptr;
     if (masks) {

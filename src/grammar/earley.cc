@@ -53,8 +53,8 @@ void EarleyParser::ItemSet::grow() {
     if (old_gens[i] == g) insert(old_keys[i]);
 }
 
-EarleyParser::EarleyParser(const CompiledGrammar& g)
-    : g_(g), predicted_(g.n_rules(), UINT32_MAX), pos_seen_(g.n_positions(), UINT32_MAX) {
+EarleyParser::EarleyParser(const CompiledGrammar& g, StateTable* states)
+    : g_(g), predicted_(g.n_rules(), UINT32_MAX), pos_seen_(g.n_positions(), UINT32_MAX), states_(states) {
   col_begin_.push_back(0);
   waiting_begin_.push_back(0);
   begin_column();
@@ -62,8 +62,8 @@ EarleyParser::EarleyParser(const CompiledGrammar& g)
   close_column(0);
 }
 
-EarleyParser::EarleyParser(const CompiledGrammar& g, uint32_t seed_pos)
-    : g_(g), predicted_(g.n_rules(), UINT32_MAX), pos_seen_(g.n_positions(), UINT32_MAX), base_(1) {
+EarleyParser::EarleyParser(const CompiledGrammar& g, uint32_t seed_pos, StateTable* states)
+    : g_(g), predicted_(g.n_rules(), UINT32_MAX), pos_seen_(g.n_positions(), UINT32_MAX), base_(1), states_(states) {
   KEEL_CHECK(seed_pos < g_.n_positions() && g_.symbol(seed_pos).kind != FlatSymbol::Kind::kEnd,
              "seed must be a position before a symbol");
   // Column 0 stands for the column where the seed's rule started: it holds only that rule's
@@ -82,6 +82,12 @@ EarleyParser::EarleyParser(const CompiledGrammar& g, uint32_t seed_pos)
   col_begin_.push_back(static_cast<uint32_t>(items_.size()));
   waiting_begin_.push_back(static_cast<uint32_t>(waiting_.size()));
   flags_.push_back(0);
+  // The virtual column's state is named by its rule (its content is a function of the rule).
+  col_state_.push_back(StateTable::kNone);
+  if (states_ != nullptr) {
+    const uint64_t tag = (1ULL << 63) | (1ULL << 62) | rule;
+    col_state_.back() = states_->intern({reinterpret_cast<const char*>(&tag), sizeof tag}, 0);
+  }
   // Column 1: the seed (origin 0) and its closure.
   begin_column();
   const size_t first = items_.size();
@@ -149,6 +155,36 @@ void EarleyParser::close_column(size_t first_item) {
   }
   std::sort(waiting_.begin() + static_cast<ptrdiff_t>(w0), waiting_.end());
   waiting_begin_.push_back(static_cast<uint32_t>(waiting_.size()));
+  col_state_.push_back(intern_column());
+}
+
+// The column's state: its flags and its unfinished items that did not start here (pos, state of the
+// origin column), sorted. Everything else in the column follows from those: items born here are their
+// predictions (or steps over nullable predictions), and finished items completed what they could when
+// the column was closed. Leaving finished items out is what makes loops converge: in `chars ::= chars
+// char` the finished `char` item points at the previous column, which would make every column of a
+// string body a new state. The first column of an unseeded parser is named by a tag of its own.
+StateTable::State EarleyParser::intern_column() {
+  if (states_ == nullptr) return StateTable::kNone;
+  const uint32_t col = cur_col_;
+  key_.clear();
+  if (col == 0) {
+    key_.push_back(1ULL << 63);
+  } else {
+    for (size_t i = col_begin_[col]; i < items_.size(); ++i) {
+      const EarleyItem it = items_[i];
+      // Predictions add nothing, and finished items have done their completing (what they still
+      // say is in the flags).
+      if (it.origin == col || g_.symbol(it.pos).kind == FlatSymbol::Kind::kEnd) continue;
+      const StateTable::State o = col_state_[it.origin];
+      if (o == StateTable::kNone) return StateTable::kNone;
+      key_.push_back(static_cast<uint64_t>(it.pos) << 32 | o);
+    }
+    std::sort(key_.begin(), key_.end());
+    key_.erase(std::unique(key_.begin(), key_.end()), key_.end());
+    key_.push_back(1ULL << 63 | (1ULL << 61) | flags_.back());
+  }
+  return states_->intern({reinterpret_cast<const char*>(key_.data()), key_.size() * sizeof(uint64_t)}, flags_.back());
 }
 
 void EarleyParser::complete(uint32_t rule, uint32_t origin) {
@@ -180,6 +216,7 @@ void EarleyParser::pop_bytes(size_t n) {
   waiting_.resize(waiting_begin_[cols]);
   waiting_begin_.resize(cols + 1);
   flags_.resize(cols);
+  col_state_.resize(cols);
 }
 
 ByteSet EarleyParser::next_bytes() const {

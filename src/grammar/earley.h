@@ -4,6 +4,8 @@
 // waiting on each rule. A seeded parser starts from one grammar position (a kernel item, origin
 // abstracted away) instead of the start rule; the token-mask cache (mask_cache.h) uses it to
 // classify tokens per position.
+// With a StateTable every column is also interned as a state (state()), which is what lets token
+// walks memoise byte transitions (state_table.h).
 // Not thread-safe: one parser per matcher / per mask computation.
 #pragma once
 
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "grammar/compiled_grammar.h"
+#include "grammar/state_table.h"
 
 namespace keel::grammar {
 
@@ -23,8 +26,8 @@ struct EarleyItem {
 
 class EarleyParser {
  public:
-  explicit EarleyParser(const CompiledGrammar& g);
-  EarleyParser(const CompiledGrammar& g, uint32_t seed_pos);
+  explicit EarleyParser(const CompiledGrammar& g, StateTable* states = nullptr);
+  EarleyParser(const CompiledGrammar& g, uint32_t seed_pos, StateTable* states = nullptr);
 
   // Consumes one byte; false (state unchanged) if no item can scan it.
   bool push_byte(uint8_t b);
@@ -37,6 +40,10 @@ class EarleyParser {
   bool can_end() const { return flags_.back() & kCanEnd; }
   // Seeded parser: the seed's rule completed at the last byte (the parent would take over here).
   bool seed_completed() const { return flags_.back() & kSeedEnd; }
+  // StateTable flags of the last column (kCanEnd, kSeedEnd).
+  uint8_t flags() const { return flags_.back(); }
+  // The last column's interned state; StateTable::kNone without a table or when the table is full.
+  StateTable::State state() const { return col_state_.back(); }
   // Bytes some item of the last column can scan.
   ByteSet next_bytes() const;
   // Distinct positions of the last column's kernel items (started in an earlier column, dot before
@@ -45,7 +52,7 @@ class EarleyParser {
   void kernel_positions(std::vector<uint32_t>& out) const;
 
  private:
-  static constexpr uint8_t kCanEnd = 1, kSeedEnd = 2;
+  static constexpr uint8_t kCanEnd = StateTable::kCanEnd, kSeedEnd = StateTable::kSeedEnd;
 
   class ItemSet {
    public:
@@ -64,6 +71,7 @@ class EarleyParser {
   void add(uint32_t pos, uint32_t origin);
   void close_column(size_t first_item);
   void complete(uint32_t rule, uint32_t origin);
+  StateTable::State intern_column();
 
   const CompiledGrammar& g_;
   std::vector<EarleyItem> items_;
@@ -78,6 +86,9 @@ class EarleyParser {
   uint32_t cur_col_ = 0;                 // column being built
   uint32_t base_ = 0;                    // columns before the first byte (1 for a seeded parser)
   ItemSet seen_;
+  StateTable* states_;
+  std::vector<StateTable::State> col_state_;  // [n_columns]
+  std::vector<uint64_t> key_;                 // scratch for intern_column
 };
 
 }  // namespace keel::grammar

@@ -5,7 +5,8 @@
 namespace keel::grammar {
 
 GrammarStore::GrammarStore(std::shared_ptr<const VocabTrie> trie, size_t capacity, size_t max_bytes)
-    : trie_(std::move(trie)), capacity_(capacity), max_bytes_(max_bytes) {
+    : trie_(std::move(trie)), shared_(std::make_shared<SharedClassifications>()), capacity_(capacity),
+      max_bytes_(max_bytes) {
   KEEL_CHECK(trie_ != nullptr && capacity_ > 0, "GrammarStore needs a vocabulary and a capacity > 0");
 }
 
@@ -23,7 +24,7 @@ Result<std::shared_ptr<TokenMaskCache>> GrammarStore::get_or_compile(const Gramm
     ++n_misses_;
   }
   KEEL_ASSIGN_OR_RETURN(std::shared_ptr<const CompiledGrammar> g, compile_grammar(spec));
-  auto masks = std::make_shared<TokenMaskCache>(std::move(g), trie_);
+  auto masks = std::make_shared<TokenMaskCache>(std::move(g), trie_, shared_);
   std::lock_guard<std::mutex> lock(mu_);
   if (auto it = map_.find(key); it != map_.end()) return it->second.masks;  // compiled meanwhile
   lru_.push_front(key);

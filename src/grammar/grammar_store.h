@@ -1,7 +1,9 @@
 // GrammarStore: the serving side of src/grammar/ for one model. It holds the vocabulary trie (built
 // once per model) and an LRU of TokenMaskCaches keyed by the spec's content hash, so requests with
 // the same schema share one compiled grammar and every token-mask classification made for it so far.
-// The vocabulary is fixed per store, so the key needs nothing of it. Compilation runs on the calling
+// The vocabulary is fixed per store, so the key needs nothing of it. Kernel-position classifications
+// are also shared across the store's grammars (shared_classes.h): a new schema reuses the string-body,
+// number and format classifications earlier schemas made. Compilation runs on the calling
 // thread (the HTTP handler), bounded by the spec's BuildLimits; concurrent calls are safe.
 // Bounded by entry count and by bytes (TokenMaskCache::memory_bytes, which grows as positions are
 // classified): least recently used entries go first, except the one just returned. An evicted
@@ -17,6 +19,7 @@
 #include "base/status.h"
 #include "grammar/compile.h"
 #include "grammar/mask_cache.h"
+#include "grammar/shared_classes.h"
 #include "grammar/vocab_trie.h"
 
 namespace keel::grammar {
@@ -34,6 +37,7 @@ class GrammarStore {
   size_t size() const;
   // Bytes held by the cached entries now.
   size_t memory_bytes() const;
+  const SharedClassifications& shared_classifications() const { return *shared_; }
   uint64_t n_hits() const;
   uint64_t n_misses() const;
 
@@ -45,6 +49,7 @@ class GrammarStore {
   };
 
   std::shared_ptr<const VocabTrie> trie_;
+  std::shared_ptr<SharedClassifications> shared_;  // across this store's grammars
   size_t capacity_;
   size_t max_bytes_;
   mutable std::mutex mu_;

@@ -3,11 +3,16 @@
 #include <algorithm>
 
 #include "grammar/earley.h"
+#include "grammar/state_walker.h"
 
 namespace keel::grammar {
 
-TokenMaskCache::TokenMaskCache(std::shared_ptr<const CompiledGrammar> grammar, std::shared_ptr<const VocabTrie> trie)
-    : grammar_(std::move(grammar)), trie_(std::move(trie)) {
+TokenMaskCache::TokenMaskCache(std::shared_ptr<const CompiledGrammar> grammar, std::shared_ptr<const VocabTrie> trie,
+                               std::shared_ptr<SharedClassifications> shared, size_t mask_budget_bytes)
+    : grammar_(std::move(grammar)),
+      trie_(std::move(trie)),
+      shared_(std::move(shared)),
+      max_finished_(mask_budget_bytes / (std::max<size_t>(1, n_mask_words()) * sizeof(uint32_t))) {
   const Grammar& g = grammar_->grammar();
   grammar_bytes_ = g.byte_sets.size() * sizeof(ByteSet) + g.n_symbols() * sizeof(Symbol) + g.rules.size() * sizeof(Rule) +
                    grammar_->n_positions() * (sizeof(FlatSymbol) + sizeof(uint32_t)) +
@@ -20,45 +25,85 @@ const PositionMask& TokenMaskCache::get(uint32_t pos) {
     auto it = masks_.find(pos);
     if (it != masks_.end()) return *it->second;
   }
-  // Classified outside the lock; if two threads race, the first insert wins.
-  auto mask = std::make_unique<PositionMask>(classify(pos));
+  // Looked up or classified outside the lock; if two threads race, the first insert wins.
+  std::optional<std::string> key;
+  std::shared_ptr<const PositionMask> mask;
+  if (shared_ != nullptr) {
+    key = position_key(*grammar_, pos, shared_->max_key_bytes());
+    if (key) mask = shared_->find(*key);
+  }
+  if (mask == nullptr) {
+    mask = std::make_shared<const PositionMask>(classify(pos));
+    if (key) shared_->insert(*key, mask);
+  }
   std::lock_guard<std::mutex> lock(mu_);
-  const size_t bytes = sizeof(PositionMask) + mask->accepted.capacity() * sizeof(uint32_t) +
-                      mask->uncertain.capacity() * sizeof(int32_t) + 4 * sizeof(void*);  // + map node
+  // Counted here even when the classification is shared with other grammars: an upper bound.
+  const size_t bytes = mask->bytes() + 4 * sizeof(void*);  // + map node
   auto [it, inserted] = masks_.try_emplace(pos, std::move(mask));
   if (inserted) mask_bytes_.fetch_add(bytes, std::memory_order_relaxed);
   return *it->second;
 }
 
-PositionMask TokenMaskCache::classify(uint32_t pos) const {
-  PositionMask out;
-  out.accepted.assign(n_mask_words(), 0);
+bool TokenMaskCache::load_mask(StateTable::State s, std::span<uint32_t> out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = finished_.find(s);
+  if (it == finished_.end()) return false;
+  std::copy(it->second.begin(), it->second.end(), out.begin());
+  return true;
+}
+
+void TokenMaskCache::store_mask(StateTable::State s, std::span<const uint32_t> mask) {
+  if (max_finished_ == 0) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (finished_.contains(s)) return;
+  const size_t bytes = n_mask_words() * sizeof(uint32_t) + 4 * sizeof(void*);
+  if (finished_.size() >= max_finished_) {
+    finished_.erase(finished_order_.front());
+    finished_order_.pop_front();
+    mask_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+  }
+  finished_.emplace(s, std::vector<uint32_t>(mask.begin(), mask.begin() + static_cast<ptrdiff_t>(n_mask_words())));
+  finished_order_.push_back(s);
+  mask_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+}
+
+PositionMask TokenMaskCache::classify(uint32_t pos) {
   const auto& nodes = trie_->nodes();
   const auto& ids = trie_->token_ids();
-  EarleyParser parser(*grammar_, pos);
+  std::vector<uint32_t> accepted;  // trie token indices
+  PositionMask out;
+  EarleyParser parser(*grammar_, pos, &states_);
   // rule_ended[d]: the seeded rule completed somewhere within the first d bytes.
   std::vector<uint8_t> rule_ended(1, static_cast<uint8_t>(parser.seed_completed()));
-  const ByteSet first = parser.next_bytes();
-  for (uint32_t i = 0; i < nodes.size();) {
-    const VocabTrie::Node& node = nodes[i];
-    if (node.depth == 1 && !first.test(node.byte)) {
-      i = node.subtree_end;
-      continue;
-    }
-    parser.pop_bytes(parser.n_bytes() - (node.depth - 1));
-    if (!parser.push_byte(node.byte)) {
-      if (rule_ended[node.depth - 1]) {
-        for (uint32_t t = trie_->subtree_tok_begin(i); t < trie_->subtree_tok_end(i); ++t) out.uncertain.push_back(ids[t]);
+  {
+    StateWalker walk(parser, states_);
+    for (uint32_t i = 0; i < nodes.size();) {
+      const VocabTrie::Node& node = nodes[i];
+      const uint32_t d = node.depth - 1;
+      if (const uint8_t h = trie_->plain_height(i); h != 0 && h <= walk.plain_run(d)) {
+        for (uint32_t t = trie_->subtree_tok_begin(i); t < trie_->subtree_tok_end(i); ++t) accepted.push_back(t);
+        i = node.subtree_end;
+        continue;
       }
-      i = node.subtree_end;
-      continue;
+      const StateWalker::Step step = walk.step(d, node.byte);
+      if (step.state == StateTable::kDead) {
+        if (rule_ended[d] && trie_->subtree_tok_begin(i) < trie_->subtree_tok_end(i)) out.uncertain.push_back(i);
+        i = node.subtree_end;
+        continue;
+      }
+      if (rule_ended.size() <= node.depth) rule_ended.resize(node.depth + 1);
+      rule_ended[node.depth] = rule_ended[d] | static_cast<uint8_t>((step.flags & StateTable::kSeedEnd) != 0);
+      for (uint32_t t = node.tok_begin; t < node.tok_end; ++t) accepted.push_back(t);
+      ++i;
     }
-    rule_ended.resize(node.depth + 1);
-    rule_ended[node.depth] = rule_ended[node.depth - 1] | static_cast<uint8_t>(parser.seed_completed());
-    for (uint32_t t = node.tok_begin; t < node.tok_end; ++t) out.accepted[ids[t] >> 5] |= 1u << (ids[t] & 31);
-    ++i;
   }
-  std::sort(out.uncertain.begin(), out.uncertain.end());
+  if (accepted.size() >= n_mask_words()) {
+    out.accepted_bits.assign(n_mask_words(), 0);
+    for (uint32_t t : accepted) out.accepted_bits[ids[t] >> 5] |= 1u << (ids[t] & 31);
+  } else {
+    for (uint32_t t : accepted) out.accepted_ids.push_back(ids[t]);
+    std::sort(out.accepted_ids.begin(), out.accepted_ids.end());
+  }
   return out;
 }
 

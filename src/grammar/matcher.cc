@@ -3,11 +3,12 @@
 #include <algorithm>
 
 #include "base/check.h"
+#include "grammar/state_walker.h"
 
 namespace keel::grammar {
 
 GrammarMatcher::GrammarMatcher(std::shared_ptr<TokenMaskCache> masks)
-    : masks_(std::move(masks)), parser_(masks_->grammar()) {}
+    : masks_(std::move(masks)), parser_(masks_->grammar(), &masks_->states()) {}
 
 bool GrammarMatcher::accept_token(int32_t id) {
   const VocabTrie& trie = masks_->trie();
@@ -47,27 +48,62 @@ void GrammarMatcher::fill_mask(std::span<uint32_t> bitmask) {
              masks_->n_mask_words());
   std::fill(bitmask.begin(), bitmask.end(), 0u);
   if (terminated_) return;
+  const StateTable::State state = parser_.state();
+  if (state != StateTable::kNone && masks_->load_mask(state, bitmask)) return;
   parser_.kernel_positions(positions_);
   candidates_.clear();
   const size_t n_words = masks_->n_mask_words();
   for (uint32_t pos : positions_) {
     const PositionMask& pm = masks_->get(pos);
-    for (size_t w = 0; w < n_words; ++w) bitmask[w] |= pm.accepted[w];
+    if (!pm.accepted_bits.empty()) {
+      for (size_t w = 0; w < n_words; ++w) bitmask[w] |= pm.accepted_bits[w];
+    } else {
+      for (int32_t id : pm.accepted_ids) bitmask[id >> 5] |= 1u << (id & 31);
+    }
     candidates_.insert(candidates_.end(), pm.uncertain.begin(), pm.uncertain.end());
   }
-  std::sort(candidates_.begin(), candidates_.end());
-  candidates_.erase(std::unique(candidates_.begin(), candidates_.end()), candidates_.end());
+  check_uncertain(bitmask);
   const Vocabulary& vocab = masks_->trie().vocab();
-  for (int32_t id : candidates_) {
-    if (bitmask[id >> 5] & (1u << (id & 31))) continue;
-    const std::string& bytes = vocab.token_bytes[id];
-    if (parser_.push_bytes(bytes)) {
-      parser_.pop_bytes(bytes.size());
-      bitmask[id >> 5] |= 1u << (id & 31);
-    }
-  }
   if (parser_.can_end())
     for (int32_t id : vocab.eos_ids) bitmask[id >> 5] |= 1u << (id & 31);
+  if (state != StateTable::kNone) masks_->store_mask(state, bitmask);
+}
+
+// The uncertain subtrees against the full parse: a walk of each (from the trie root down to it, then
+// through it, skipping what the parse rejects) on the memoised transitions.
+void GrammarMatcher::check_uncertain(std::span<uint32_t> bitmask) {
+  if (candidates_.empty()) return;
+  std::sort(candidates_.begin(), candidates_.end());
+  const VocabTrie& trie = masks_->trie();
+  const auto& nodes = trie.nodes();
+  const auto& ids = trie.token_ids();
+  StateWalker walk(parser_, masks_->states());
+  uint32_t covered_end = 0;  // subtrees nested in one already walked are skipped
+  for (uint32_t root : candidates_) {
+    if (root < covered_end) continue;
+    covered_end = nodes[root].subtree_end;
+    path_.clear();
+    for (uint32_t p = trie.parent(root); p != VocabTrie::kNoParent; p = trie.parent(p)) path_.push_back(p);
+    bool alive = true;
+    for (size_t k = path_.size(); k-- > 0 && alive;) {
+      const VocabTrie::Node& n = nodes[path_[k]];
+      alive = walk.step(n.depth - 1, n.byte).state != StateTable::kDead;
+    }
+    for (uint32_t i = root; alive && i < covered_end;) {
+      const VocabTrie::Node& n = nodes[i];
+      if (const uint8_t h = trie.plain_height(i); h != 0 && h <= walk.plain_run(n.depth - 1)) {
+        for (uint32_t t = n.tok_begin, e = trie.subtree_tok_end(i); t < e; ++t) bitmask[ids[t] >> 5] |= 1u << (ids[t] & 31);
+        i = n.subtree_end;
+        continue;
+      }
+      if (walk.step(n.depth - 1, n.byte).state == StateTable::kDead) {
+        i = n.subtree_end;
+        continue;
+      }
+      for (uint32_t t = n.tok_begin; t < n.tok_end; ++t) bitmask[ids[t] >> 5] |= 1u << (ids[t] & 31);
+      ++i;
+    }
+  }
 }
 
 std::string GrammarMatcher::jump_forward(size_t max_bytes) {

@@ -1,6 +1,7 @@
 // GrammarMatcher: the per-request state of constrained decoding. Feeds accepted tokens' bytes to an
 // Earley parser, fills the mask of allowed next tokens (cached per-position classifications plus a
-// full check of the uncertain tokens), rolls back the last n steps (speculative decoding), and finds
+// walk of the uncertain tokens against the full parse, or the finished mask of a state seen before),
+// rolls back the last n steps (speculative decoding), and finds
 // jump-forward bytes (the continuation every accepted output must take). Called by the sampler on
 // the scheduler thread; one matcher per sequence, not thread-safe.
 #pragma once
@@ -41,12 +42,15 @@ class GrammarMatcher {
   bool is_terminated() const { return terminated_; }
 
  private:
+  void check_uncertain(std::span<uint32_t> bitmask);
+
   std::shared_ptr<TokenMaskCache> masks_;
   EarleyParser parser_;
   std::vector<uint32_t> step_bytes_;  // bytes consumed by each step; UINT32_MAX marks the EOS step
   bool terminated_ = false;
   std::vector<uint32_t> positions_;   // scratch
-  std::vector<int32_t> candidates_;   // scratch
+  std::vector<uint32_t> candidates_;  // scratch: roots of uncertain trie subtrees
+  std::vector<uint32_t> path_;        // scratch: a subtree root's ancestors
 };
 
 }  // namespace keel::grammar

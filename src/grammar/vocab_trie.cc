@@ -24,14 +24,28 @@ VocabTrie::VocabTrie(Vocabulary vocab) : vocab_(std::move(vocab)) {
     size_t hi = lo;
     const char c = vocab_.token_bytes[ids[lo]][0];
     while (hi < ids.size() && vocab_.token_bytes[ids[hi]][0] == c) ++hi;
-    build(ids, lo, hi, 1);
+    build(ids, lo, hi, 1, kNoParent);
     lo = hi;
   }
+  // Children come after their parent in preorder, so a reverse scan has settled a node's subtree
+  // before it reaches the parent.
+  std::vector<uint8_t> pure(nodes_.size());
+  std::vector<uint32_t> height(nodes_.size(), 1);
+  for (size_t i = 0; i < nodes_.size(); ++i) pure[i] = plain(nodes_[i].byte);
+  for (size_t i = nodes_.size(); i-- > 0;) {
+    const uint32_t p = parents_[i];
+    if (p == kNoParent) continue;
+    if (!pure[i]) pure[p] = 0;
+    height[p] = std::max(height[p], height[i] + 1);
+  }
+  plain_height_.resize(nodes_.size());
+  for (size_t i = 0; i < nodes_.size(); ++i) plain_height_[i] = pure[i] ? static_cast<uint8_t>(std::min(height[i], 255u)) : 0;
 }
 
 // Node for the common prefix of length `depth` shared by sorted[lo, hi).
-void VocabTrie::build(const std::vector<int32_t>& sorted, size_t lo, size_t hi, uint32_t depth) {
+void VocabTrie::build(const std::vector<int32_t>& sorted, size_t lo, size_t hi, uint32_t depth, uint32_t parent) {
   const auto index = static_cast<uint32_t>(nodes_.size());
+  parents_.push_back(parent);
   nodes_.push_back({static_cast<uint8_t>(vocab_.token_bytes[sorted[lo]][depth - 1]), depth, 0,
                     static_cast<uint32_t>(token_ids_.size()), 0});
   while (lo < hi && vocab_.token_bytes[sorted[lo]].size() == depth) token_ids_.push_back(sorted[lo++]);
@@ -40,7 +54,7 @@ void VocabTrie::build(const std::vector<int32_t>& sorted, size_t lo, size_t hi, 
     size_t mid = lo;
     const char c = vocab_.token_bytes[sorted[lo]][depth];
     while (mid < hi && vocab_.token_bytes[sorted[mid]][depth] == c) ++mid;
-    build(sorted, lo, mid, depth + 1);
+    build(sorted, lo, mid, depth + 1, index);
     lo = mid;
   }
   nodes_[index].subtree_end = static_cast<uint32_t>(nodes_.size());

@@ -37,14 +37,25 @@ class VocabTrie {
     uint32_t e = nodes_[i].subtree_end;
     return e < nodes_.size() ? nodes_[e].tok_begin : static_cast<uint32_t>(token_ids_.size());
   }
+  static constexpr uint32_t kNoParent = UINT32_MAX;
+  // The node one byte up (kNoParent for depth 1).
+  uint32_t parent(uint32_t i) const { return parents_[i]; }
+  // Printable ASCII except '"' and '\\': the bytes a JSON string body (and most text) loops on.
+  static bool plain(uint8_t b) { return b >= 0x20 && b < 0x7f && b != '"' && b != '\\'; }
+  // When node i and everything below it are plain bytes: the most bytes a token of the subtree has from
+  // node i down (node i's byte included), capped at 255; else 0. A walk standing in a state from which
+  // any run of that many plain bytes parses accepts the whole subtree without visiting it.
+  uint8_t plain_height(uint32_t i) const { return plain_height_[i]; }
   bool is_eos(int32_t id) const { return is_eos_[id] != 0; }
 
  private:
-  void build(const std::vector<int32_t>& sorted, size_t lo, size_t hi, uint32_t depth);
+  void build(const std::vector<int32_t>& sorted, size_t lo, size_t hi, uint32_t depth, uint32_t parent);
 
   Vocabulary vocab_;
   std::vector<Node> nodes_;
   std::vector<int32_t> token_ids_;
+  std::vector<uint32_t> parents_;
+  std::vector<uint8_t> plain_height_;
   std::vector<uint8_t> is_eos_;
 };
 

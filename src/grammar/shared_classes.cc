@@ -1,0 +1,90 @@
+#include "grammar/shared_classes.h"
+
+#include <cstring>
+
+namespace keel::grammar {
+
+size_t PositionMask::bytes() const {
+  return sizeof(*this) + accepted_bits.size() * sizeof(uint32_t) + accepted_ids.size() * sizeof(int32_t) +
+         uncertain.size() * sizeof(uint32_t);
+}
+
+std::optional<std::string> position_key(const CompiledGrammar& g, uint32_t pos, size_t max_bytes) {
+  uint32_t end = pos;
+  while (g.symbol(end).kind != FlatSymbol::Kind::kEnd) ++end;
+  const uint32_t rule = g.symbol(end).index;
+  std::string out;
+  auto put32 = [&](uint32_t v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  // Where the dot is: alternative index and offset in it.
+  const auto& seed_alts = g.alt_starts(rule);
+  for (uint32_t a = 0; a < seed_alts.size(); ++a) {
+    if (seed_alts[a] <= pos && pos < (a + 1 < seed_alts.size() ? seed_alts[a + 1] : end + 1)) {
+      put32(a);
+      put32(pos - seed_alts[a]);
+      break;
+    }
+  }
+  // Rules in order of first reference from the seed's rule; each as its alternatives' symbols.
+  std::unordered_map<uint32_t, uint32_t> local{{rule, 0}};
+  std::vector<uint32_t> queue{rule};
+  for (size_t q = 0; q < queue.size(); ++q) {
+    const auto& alts = g.alt_starts(queue[q]);
+    out += 'R';
+    put32(static_cast<uint32_t>(alts.size()));
+    for (uint32_t start : alts) {
+      for (uint32_t p = start;; ++p) {
+        const FlatSymbol& s = g.symbol(p);
+        if (s.kind == FlatSymbol::Kind::kEnd) {
+          out += 'e';
+          break;
+        }
+        if (s.kind == FlatSymbol::Kind::kBytes) {
+          out += 'b';
+          // The set's storage as it is: keys are only compared within this process.
+          static_assert(sizeof(ByteSet) == 32);
+          out.append(reinterpret_cast<const char*>(&g.byte_set(s.index)), sizeof(ByteSet));
+        } else {
+          auto [it, inserted] = local.try_emplace(s.index, static_cast<uint32_t>(queue.size()));
+          if (inserted) queue.push_back(s.index);
+          out += 'r';
+          put32(it->second);
+        }
+      }
+      if (out.size() > max_bytes) return std::nullopt;
+    }
+  }
+  // The synthetic start rule also sets the can-end flag; keep it apart from a look-alike rule.
+  out += rule == g.start_rule() ? 'S' : 'N';
+  return out;
+}
+
+std::shared_ptr<const PositionMask> SharedClassifications::find(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = map_.find(key);
+  if (it == map_.end()) return nullptr;
+  ++n_hits_;
+  return it->second;
+}
+
+void SharedClassifications::insert(const std::string& key, std::shared_ptr<const PositionMask> mask) {
+  const size_t size = key.size() + mask->bytes();
+  if (size > budget_) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (map_.contains(key)) return;
+  while (bytes_ + size > budget_ && !order_.empty()) {
+    auto it = map_.find(order_.front());
+    bytes_ -= order_.front().size() + it->second->bytes();
+    map_.erase(it);
+    order_.pop_front();
+  }
+  map_.emplace(key, std::move(mask));
+  order_.push_back(key);
+  bytes_ += size;
+}
+
+uint64_t SharedClassifications::n_hits() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return n_hits_;
+}
+
+}  // namespace keel::grammar

@@ -1,0 +1,75 @@
+// StateTable: interned Earley column states and their memoised byte transitions, shared by every
+// parser of one (grammar, vocabulary) mask cache. A column's state is the set of its non-predicted
+// items (position, state of the origin column), hash-consed, so two columns with the same state accept
+// exactly the same byte strings from there on (the closure of a column is a function of those items
+// and of its origin columns). Inside a JSON string body, a number or a key literal the parser keeps
+// returning to a handful of states, so walking the vocabulary trie becomes a table walk (next()) with
+// the Earley parser consulted only on a miss. Bounded: past max_states new columns get kNone and
+// every step from them goes through the parser (correct, slower).
+// Thread-safe: intern() takes a mutex; next()/flags() are lock-free reads (acquire/release).
+#pragma once
+
+#include <atomic>
+#include <bitset>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace keel::grammar {
+
+class StateTable {
+ public:
+  using State = uint32_t;
+  static constexpr State kNone = UINT32_MAX;        // not interned (table full): no memo
+  static constexpr State kDead = UINT32_MAX - 1;    // the byte is rejected
+  static constexpr State kUnknown = UINT32_MAX - 2; // transition not computed yet
+  static constexpr uint8_t kCanEnd = 1, kSeedEnd = 2;
+
+  explicit StateTable(uint32_t max_states = 16384);  // rows of 513 bytes: 8 MiB at most
+
+  // key: the column's sorted (pos << 32 | origin state) pairs, as bytes; a root column's key is its tag.
+  State intern(std::string_view key, uint8_t flags);
+  // Memoised transition (kUnknown when not computed yet); s must be a real state.
+  State next(State s, uint8_t b) const {
+    const uint16_t v = row(s).next[b].load(std::memory_order_acquire);
+    return v < kRowUnknown ? v : v == kRowDead ? kDead : kUnknown;
+  }
+  void set_next(State s, uint8_t b, State n);
+  uint8_t flags(State s) const { return row(s).flags; }
+  // Plain run of s (StateWalker::plain_run) plus one; 0 when not known yet.
+  uint8_t plain_run(State s) const { return row(s).plain_run.load(std::memory_order_relaxed); }
+  void set_plain_run(State s, uint8_t v) { row(s).plain_run.store(v, std::memory_order_relaxed); }
+  // Marks every byte outside `live` dead from s (once per state: the column's scannable bytes are known
+  // as soon as the parser stands there, so later walks need no parser step to reject a byte).
+  void fill_dead(State s, const std::bitset<256>& live);
+  size_t size() const;
+
+ private:
+  static constexpr uint32_t kChunk = 256, kMaxChunks = 256;
+  // Row encoding: state ids below kRowUnknown (so max_states <= 0xFFFD), then unknown and dead.
+  static constexpr uint16_t kRowUnknown = 0xFFFD, kRowDead = 0xFFFE;
+  struct Row {
+    std::atomic<uint16_t> next[256];
+    uint8_t flags = 0;
+    std::atomic<uint8_t> plain_run{0};
+    std::atomic<uint8_t> dead_filled{0};
+  };
+  struct KeyHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const;
+  };
+  const Row& row(State s) const { return chunks_[s / kChunk][s % kChunk]; }
+  Row& row(State s) { return chunks_[s / kChunk][s % kChunk]; }
+
+  uint32_t max_states_;
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, State, KeyHash, std::equal_to<>> ids_;
+  Row* chunks_[kMaxChunks] = {};
+  std::vector<std::unique_ptr<Row[]>> owned_;
+};
+
+}  // namespace keel::grammar

@@ -1,0 +1,71 @@
+#include "grammar/state_walker.h"
+
+#include "base/check.h"
+#include "grammar/vocab_trie.h"
+
+namespace keel::grammar {
+
+StateWalker::StateWalker(EarleyParser& parser, StateTable& table)
+    : parser_(parser), table_(table), state_(1, parser.state()) {
+  if (state_[0] != StateTable::kNone) table_.fill_dead(state_[0], parser_.next_bytes());
+}
+
+StateWalker::~StateWalker() { parser_.pop_bytes(pushed_); }
+
+StateWalker::Step StateWalker::step(uint32_t d, uint8_t b) {
+  if (path_.size() <= d) {
+    path_.resize(d + 1);
+    state_.resize(d + 2);
+  }
+  path_[d] = b;
+  if (synced_ > d) synced_ = d;
+  const StateTable::State s = state_[d];
+  if (s != StateTable::kNone) {
+    const StateTable::State n = table_.next(s, b);
+    if (n != StateTable::kUnknown) {
+      state_[d + 1] = n;
+      return {n, n == StateTable::kDead ? uint8_t{0} : table_.flags(n)};
+    }
+  }
+  // Miss: bring the parser to path[0, d), then take b.
+  parser_.pop_bytes(pushed_ - synced_);
+  pushed_ = synced_;
+  for (; pushed_ < d; ++pushed_) KEEL_CHECK(parser_.push_byte(path_[pushed_]), "walked path no longer parses");
+  synced_ = d;
+  Step out{StateTable::kDead, 0};
+  if (parser_.push_byte(b)) {
+    ++pushed_;
+    ++synced_;
+    out = {parser_.state(), parser_.flags()};
+    if (out.state != StateTable::kNone) table_.fill_dead(out.state, parser_.next_bytes());
+  }
+  if (s != StateTable::kNone && out.state != StateTable::kNone) table_.set_next(s, b, out.state);
+  state_[d + 1] = out.state;
+  return out;
+}
+
+uint32_t StateWalker::plain_run(uint32_t d, uint32_t budget) {
+  constexpr uint32_t kUnbounded = 254;
+  const StateTable::State s = state_[d];
+  if (s == StateTable::kNone || s == StateTable::kDead) return 0;
+  if (const uint8_t known = table_.plain_run(s); known != 0) return known - 1u;
+  if (budget == 0) return 0;
+  StateTable::State next = StateTable::kNone;
+  bool uniform = true;
+  for (int b = 0x20; b < 0x7f && uniform; ++b) {
+    if (!VocabTrie::plain(static_cast<uint8_t>(b))) continue;
+    const StateTable::State n = step(d, static_cast<uint8_t>(b)).state;
+    uniform = n != StateTable::kDead && n != StateTable::kNone && (next == StateTable::kNone || n == next);
+    next = n;
+  }
+  uint32_t run = 0;
+  if (uniform) {
+    state_[d + 1] = next;  // the last step may have been any plain byte: all lead here
+    run = next == s ? kUnbounded : std::min(kUnbounded, 1 + plain_run(d + 1, budget - 1));
+  }
+  // A search cut off by the budget gives a lower bound, which is still a sound answer to keep.
+  table_.set_plain_run(s, static_cast<uint8_t>(run + 1));
+  return run;
+}
+
+}  // namespace keel::grammar
