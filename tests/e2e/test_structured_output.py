@@ -98,8 +98,53 @@ def test_json_schema_outputs_validate(client, name):
         model="smollm2", messages=_prompt(schema), max_tokens=MAX_TOKENS, temperature=0,
         response_format={"type": "json_schema", "json_schema": {"name": "case", "schema": schema, "strict": False}})
     choice = r.choices[0]
-    assert choice.finish_reason == "stop", choice.message.content
-    _validate(schema, choice.message.content)
+    assert choice.finish_reason in ("stop", "length"), choice.finish_reason
+    if choice.finish_reason == "stop":
+        _validate(schema, choice.message.content)
+    else:
+        # A 135M model can loop inside a permissive schema (open additionalProperties, arrays of
+        # anything) until max_tokens; the grammar cannot end that for it. What keel guarantees then is
+        # that the text so far is the start of valid JSON: the parser fails only at the end of input.
+        _assert_json_prefix(choice.message.content)
+
+
+def _assert_json_prefix(text):
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as e:
+        assert _prefix_of_valid_json(text), (e, text[max(0, e.pos - 40):e.pos + 40])
+    else:
+        raise AssertionError("finish_reason 'length' but the text is already complete JSON: " + text[:200])
+
+
+def _prefix_of_valid_json(text):
+    # Completes the text with the closers its open strings, arrays and objects need (plus a value
+    # where one is due) and checks that the result parses; a syntax error inside the text cannot be
+    # completed this way.
+    stack, in_str, esc = [], False, False
+    for ch in text:
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch in "[{":
+            stack.append("]" if ch == "[" else "}")
+        elif ch in "]}" and stack:
+            stack.pop()
+    tail = text + ("\\" if esc else "") + ('"' if in_str else "")
+    # Fillers for a cut number, key, value or literal (tru|e, nu|ll, fals|e).
+    for filler in ("", "0", ":0", '"":0', "null", "e", "ue", "rue", "l", "ll", "ull", "se", "lse", "alse"):
+        try:
+            json.loads(tail + filler + "".join(reversed(stack)))
+            return True
+        except json.JSONDecodeError:
+            continue
+    return False
 
 
 def test_properties_come_in_schema_order(client):
