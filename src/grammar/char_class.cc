@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "base/utf8.h"
+
 namespace keel::grammar {
 namespace {
 
@@ -220,23 +222,7 @@ Symbol emit_char_class(GrammarBuilder& b, const CharClass& cls, CharEncoding enc
   return build_factored(b, std::move(alts), "char");
 }
 
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
+void append_utf8(std::string& out, uint32_t cp) { base::append_utf8(out, cp); }
 
 bool decode_utf8(std::string_view text, size_t* pos, uint32_t* cp) {
   size_t i = *pos;

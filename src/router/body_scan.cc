@@ -6,6 +6,8 @@
 
 #include <charconv>
 
+#include "base/utf8.h"
+
 namespace keel::router {
 namespace {
 
@@ -48,23 +50,6 @@ class Scanner {
     return true;
   }
 
-  static void append_utf8(std::string& out, uint32_t cp) {
-    if (cp < 0x80) {
-      out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-      out += static_cast<char>(0xC0 | (cp >> 6));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      out += static_cast<char>(0xE0 | (cp >> 12));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-      out += static_cast<char>(0xF0 | (cp >> 18));
-      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-  }
   bool hex4(uint32_t& v) {
     if (end_ - p_ < 4) return false;
     v = 0;
@@ -152,7 +137,7 @@ class Scanner {
             if (!hex4(low) || low < 0xDC00 || low > 0xDFFF) return false;
             cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
           }
-          if (out) append_utf8(*out, cp);
+          if (out) base::append_utf8(*out, cp);
           break;
         }
         default: return false;

@@ -1,0 +1,29 @@
+// UTF-8 encoding of one code point, shared by every folder that writes text from code points (JSON
+// \u escapes in the router's body scan, grammar character classes, the tokenizer's byte tables).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace keel::base {
+
+// Appends cp (at most 0x10FFFF; surrogates are encoded as given) as 1-4 UTF-8 bytes.
+inline void append_utf8(std::string& out, uint32_t cp) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
+}  // namespace keel::base
