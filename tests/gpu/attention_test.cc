@@ -64,19 +64,34 @@ double attention_err(std::mt19937_64& rng, DType dt, Heads h, const std::vector<
   return rel_err(read(gpu, og.tensor()), read(cpu, oc.tensor()));
 }
 
-class AttentionTest : public ::testing::TestWithParam<DType> {
+// Checks one attention call against the CPU backend at the fixture's activation dtype.
+class AttentionCheck : public ::testing::Test {
  protected:
+  explicit AttentionCheck(DType dt) : dt_(dt) {}
   void SetUp() override {
     seed_ = fresh_seed();
     rng_.seed(seed_);
   }
   void check(Heads h, const std::vector<SeqShape>& shapes, const char* what) {
-    const double err = attention_err(rng_, GetParam(), h, shapes);
-    EXPECT_LE(err, tolerance(GetParam())) << what << " heads " << h.n_heads << "/" << h.n_kv << " hd " << h.hd
-                                          << " seed " << seed_;
+    const double err = attention_err(rng_, dt_, h, shapes);
+    EXPECT_LE(err, tolerance(dt_)) << what << " heads " << h.n_heads << "/" << h.n_kv << " hd " << h.hd << " seed "
+                                   << seed_;
   }
+  DType dt_;
   uint64_t seed_ = 0;
   std::mt19937_64 rng_;
+};
+
+// Every kernel path, at f32 and bf16 activations.
+class AttentionTest : public AttentionCheck, public ::testing::WithParamInterface<DType> {
+ protected:
+  AttentionTest() : AttentionCheck(GetParam()) {}
+};
+
+// The tensor-core prefill kernel takes bf16 activations only.
+class AttentionBf16 : public AttentionCheck {
+ protected:
+  AttentionBf16() : AttentionCheck(DType::kBF16) {}
 };
 
 INSTANTIATE_TEST_SUITE_P(Act, AttentionTest, ::testing::Values(DType::kF32, DType::kBF16),
@@ -125,8 +140,7 @@ bool plans_tensor_cores(Heads h, const std::vector<SeqShape>& shapes) {
 // The tensor-core prefill kernel: every GQA group size it takes (1..64), head_dim 64 and 128, odd
 // lengths (partial row blocks and key tiles), cached prefix + chunk, long contexts, batches of
 // sequences, decode sequences riding along in a prefill batch.
-TEST_P(AttentionTest, TensorCorePrefill) {
-  if (GetParam() != DType::kBF16) GTEST_SKIP() << "bf16 only";
+TEST_F(AttentionBf16, TensorCorePrefill) {
   const Heads heads[] = {{4, 4, 64}, {8, 4, 64}, {8, 2, 128}, {32, 8, 128}, {16, 2, 64}, {64, 1, 128}, {32, 1, 64}};
   const std::vector<std::vector<SeqShape>> cases = {
       {{0, 16}}, {{0, 17}}, {{0, 63}}, {{0, 129}}, {{100, 20}}, {{1, 31}, {0, 16}, {200, 65}}};
@@ -143,8 +157,7 @@ TEST_P(AttentionTest, TensorCorePrefill) {
 }
 
 // Long prefills and long cached prefixes on the tensor-core kernel (left out of the memcheck run).
-TEST_P(AttentionTest, TensorCorePrefillLong) {
-  if (GetParam() != DType::kBF16) GTEST_SKIP() << "bf16 only";
+TEST_F(AttentionBf16, TensorCorePrefillLong) {
   const Heads llama = {32, 8, 128};
   EXPECT_TRUE(plans_tensor_cores(llama, {{0, 777}}));
   check(llama, {{0, 777}}, "prefill 777");
