@@ -5,23 +5,13 @@
 
 #include "grammar/compile.h"
 #include "grammar/earley.h"
+#include "unit/grammar/schema_accepts.h"
 
 namespace keel::grammar {
 namespace {
 
-bool accepts(const std::string& schema, const std::string& instance) {
-  auto g = compile_grammar({.kind = GrammarSpec::Kind::kJsonSchema, .source = schema});
-  EXPECT_TRUE(g.ok()) << schema << ": " << g.status().to_string();
-  if (!g.ok()) return false;
-  EarleyParser p(*g.value());
-  return p.push_bytes(instance) && p.can_end();
-}
-
-struct Case {
-  const char* schema;
-  const char* instance;
-  bool valid;
-};
+using test::accepts;
+using test::Case;
 
 TEST(SchemaNot, NegationsMatchTheSpecification) {
   const Case cases[] = {
