@@ -7,6 +7,7 @@
 #include <span>
 
 #include "tokenizer/template/evaluator.h"
+#include "tokenizer/template/filter_params.h"
 #include "tokenizer/template/is_tests.h"
 #include "tokenizer/template/json_dump.h"
 #include "tokenizer/template/py_text.h"
@@ -14,81 +15,11 @@
 namespace keel::tokenizer::jinja {
 namespace {
 
-// Positional-or-keyword parameters of one filter, as Python binds them.
-class Params {
- public:
-  Params(const CallArgs& args, std::string_view filter, std::vector<std::string_view> names)
-      : args_(args), filter_(filter), names_(std::move(names)) {}
-
-  Status check() const {
-    if (args_.positional.size() > names_.size()) {
-      return make_error(ErrorCode::kInvalidArgument, "filter '{}' takes at most {} argument(s)", filter_,
-                        names_.size());
-    }
-    for (const auto& [name, value] : args_.keyword) {
-      if (std::find(names_.begin(), names_.end(), name) == names_.end()) {
-        return make_error(ErrorCode::kInvalidArgument, "filter '{}' got an unexpected keyword argument '{}'",
-                          filter_, name);
-      }
-    }
-    return Status::ok_status();
-  }
-
-  const Value* get(size_t i) const {
-    if (i < args_.positional.size()) return &args_.positional[i];
-    return args_.find_keyword(names_[i]);
-  }
-
-  Result<std::string> str(size_t i, std::string dflt) const {
-    const Value* v = get(i);
-    if (v == nullptr) return dflt;
-    return to_str(*v);
-  }
-
-  bool flag(size_t i, bool dflt) const {
-    const Value* v = get(i);
-    return v == nullptr ? dflt : v->truthy();
-  }
-
- private:
-  const CallArgs& args_;
-  std::string_view filter_;
-  std::vector<std::string_view> names_;
-};
+using filter_detail::bind;
+using filter_detail::get_path;
+using filter_detail::Params;
 
 Result<std::string> as_text(const Value& v) { return to_str(v); }
-
-// jinja2's make_attrgetter: "a.b.0" walks items/attributes.
-Result<Value> get_path(Interpreter& in, const Value& item, const std::string& path, int line) {
-  Value cur = item;
-  for (const std::string& part : py_split(path, ".", -1)) {
-    Value key = Value::string(part);
-    if (!part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-      key = Value::integer(std::strtoll(part.c_str(), nullptr, 10));
-    }
-    KEEL_ASSIGN_OR_RETURN(cur, in.get_item(cur, key, line));
-  }
-  return cur;
-}
-
-Value lower_if(const Value& v, bool case_sensitive) {
-  if (!case_sensitive && v.is_string()) return Value::string(py_lower(v.as_string()));
-  return v;
-}
-
-Status sort_values(std::vector<std::pair<Value, Value>>& keyed, bool reverse) {
-  Status error;
-  std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& a, const auto& b) {
-    if (!error.ok()) return false;
-    auto lt = reverse ? less_than(b.first, a.first) : less_than(a.first, b.first);
-    if (!lt.ok()) {
-      error = lt.status();
-      return false;
-    }
-    return *lt;
-  });
-  return error;
-}
 
 Result<Value> filter_length(const Value& v) {
   switch (v.kind()) {
@@ -155,131 +86,6 @@ Result<Value> filter_join(Interpreter& in, const Value& v, const Params& p, int 
     KEEL_RETURN_IF_ERROR(in.charge_string(out.size()));
   }
   return Value::string(std::move(out));
-}
-
-// select/reject/selectattr/rejectattr.
-Result<Value> filter_select(Interpreter& in, const Value& v, const CallArgs& args, bool by_attr, bool keep,
-                            int line) {
-  List items;
-  if (v.truthy()) {  // jinja2: `if seq: for item in seq` (None and empty inputs yield nothing)
-    KEEL_ASSIGN_OR_RETURN(items, in.iterate(v, line));
-  }
-  size_t next = 0;
-  std::string attr;
-  if (by_attr) {
-    if (args.positional.empty() || !args.positional[0].is_string()) {
-      return make_error(ErrorCode::kInvalidArgument, "selectattr/rejectattr need an attribute name");
-    }
-    attr = args.positional[next++].as_string();
-  }
-  std::string test;
-  if (next < args.positional.size()) {
-    if (!args.positional[next].is_string()) return make_error(ErrorCode::kInvalidArgument, "test name must be a string");
-    test = args.positional[next++].as_string();
-    if (!is_known_test(test)) return make_error(ErrorCode::kUnsupported, "test '{}' is not supported", test);
-  }
-  CallArgs test_args;
-  test_args.positional.assign(args.positional.begin() + static_cast<std::ptrdiff_t>(next), args.positional.end());
-  test_args.keyword = args.keyword;
-  List out;
-  for (const Value& item : items) {
-    Value subject = item;
-    if (by_attr) {
-      KEEL_ASSIGN_OR_RETURN(subject, get_path(in, item, attr, line));
-    }
-    bool pass = subject.truthy();
-    if (!test.empty()) {
-      KEEL_ASSIGN_OR_RETURN(pass, apply_test(in, test, subject, test_args, line));
-    }
-    if (pass == keep) out.push_back(item);
-  }
-  return Value::generator(std::move(out));
-}
-
-Result<Value> filter_map(Interpreter& in, const Value& v, const CallArgs& args, int line) {
-  List items;
-  if (v.truthy()) {
-    KEEL_ASSIGN_OR_RETURN(items, in.iterate(v, line));
-  }
-  List out;
-  if (const Value* attribute = args.find_keyword("attribute")) {
-    KEEL_ASSIGN_OR_RETURN(std::string path, to_str(*attribute));
-    const Value* dflt = args.find_keyword("default");
-    for (const Value& item : items) {
-      KEEL_ASSIGN_OR_RETURN(Value got, get_path(in, item, path, line));
-      out.push_back(got.is_undefined() && dflt != nullptr ? *dflt : got);
-    }
-    return Value::generator(std::move(out));
-  }
-  if (args.positional.empty() || !args.positional[0].is_string()) {
-    return make_error(ErrorCode::kInvalidArgument, "map needs a filter name or attribute=");
-  }
-  const std::string name = args.positional[0].as_string();
-  if (!is_known_filter(name)) return make_error(ErrorCode::kUnsupported, "filter '{}' is not supported", name);
-  CallArgs rest;
-  rest.positional.assign(args.positional.begin() + 1, args.positional.end());
-  rest.keyword = args.keyword;
-  for (const Value& item : items) {
-    KEEL_ASSIGN_OR_RETURN(Value mapped, apply_filter(in, name, item, rest, line));
-    out.push_back(std::move(mapped));
-  }
-  return Value::generator(std::move(out));
-}
-
-Result<Value> filter_dictsort(const Value& v, const Params& p) {
-  if (!v.is_dict()) return make_error(ErrorCode::kInvalidArgument, "dictsort expects a dict");
-  const bool case_sensitive = p.flag(0, false);
-  KEEL_ASSIGN_OR_RETURN(std::string by, p.str(1, "key"));
-  if (by != "key" && by != "value") {
-    return make_error(ErrorCode::kInvalidArgument, "You can only sort by either 'key' or 'value'");
-  }
-  std::vector<std::pair<Value, Value>> keyed;
-  for (const auto& [key, item] : v.as_dict().items) {
-    Value pair = Value::tuple({Value::string(key), item});
-    keyed.emplace_back(lower_if(by == "key" ? Value::string(key) : item, case_sensitive), std::move(pair));
-  }
-  KEEL_RETURN_IF_ERROR(sort_values(keyed, p.flag(2, false)));
-  List out;
-  for (auto& [key, pair] : keyed) out.push_back(std::move(pair));
-  return Value::list(std::move(out));
-}
-
-Result<Value> filter_sort(Interpreter& in, const Value& v, const Params& p, int line) {
-  KEEL_ASSIGN_OR_RETURN(List items, in.iterate(v, line));
-  const bool case_sensitive = p.flag(1, false);
-  const Value* attribute = p.get(2);
-  std::vector<std::pair<Value, Value>> keyed;
-  for (const Value& item : items) {
-    Value key = item;
-    if (attribute != nullptr && !attribute->is_none()) {
-      KEEL_ASSIGN_OR_RETURN(std::string path, to_str(*attribute));
-      KEEL_ASSIGN_OR_RETURN(key, get_path(in, item, path, line));
-    }
-    keyed.emplace_back(lower_if(key, case_sensitive), item);
-  }
-  KEEL_RETURN_IF_ERROR(sort_values(keyed, p.flag(0, false)));
-  List out;
-  for (auto& [key, item] : keyed) out.push_back(std::move(item));
-  return Value::list(std::move(out));
-}
-
-Result<Value> filter_unique(Interpreter& in, const Value& v, const Params& p, int line) {
-  KEEL_ASSIGN_OR_RETURN(List items, in.iterate(v, line));
-  const bool case_sensitive = p.flag(0, false);
-  List out;
-  List seen;
-  for (const Value& item : items) {
-    Value key = item;
-    if (const Value* attribute = p.get(1); attribute != nullptr && !attribute->is_none()) {
-      KEEL_ASSIGN_OR_RETURN(std::string path, to_str(*attribute));
-      KEEL_ASSIGN_OR_RETURN(key, get_path(in, item, path, line));
-    }
-    key = lower_if(key, case_sensitive);
-    if (std::any_of(seen.begin(), seen.end(), [&](const Value& s) { return s.equals(key); })) continue;
-    seen.push_back(key);
-    out.push_back(item);
-  }
-  return Value::generator(std::move(out));
 }
 
 Result<Value> filter_int(const Value& v, const Params& p) {
@@ -360,20 +166,6 @@ Result<Value> filter_indent(const Value& v, const Params& p) {
   return Value::string(std::move(out));
 }
 
-Result<Value> filter_minmax(Interpreter& in, const Value& v, const Params& p, bool want_max, int line) {
-  KEEL_ASSIGN_OR_RETURN(List items, in.iterate(v, line));
-  if (items.empty()) return Value::undefined("No aggregated item, sequence was empty.");
-  const bool case_sensitive = p.flag(0, false);
-  size_t best = 0;
-  for (size_t k = 1; k < items.size(); ++k) {
-    Value a = lower_if(items[k], case_sensitive);
-    Value b = lower_if(items[best], case_sensitive);
-    KEEL_ASSIGN_OR_RETURN(bool lt, want_max ? less_than(b, a) : less_than(a, b));
-    if (lt) best = k;
-  }
-  return items[best];
-}
-
 constexpr std::string_view kFilters[] = {
     "abs",    "attr",   "capitalize", "count", "d",       "default", "dictsort", "e",        "escape",
     "first",  "float",  "indent",     "int",   "items",   "join",    "last",     "length",   "list",
@@ -396,11 +188,7 @@ bool listed(std::span<const std::string_view> names, std::string_view name) {
 // Filters in three groups (one signature, so apply_filter can route by name).
 Result<Value> apply_text_filter(Interpreter& in, std::string_view name, const Value& v, const CallArgs& args,
                                 int line) {
-  auto params = [&](std::vector<std::string_view> names) -> Result<Params> {
-    Params p(args, name, std::move(names));
-    KEEL_RETURN_IF_ERROR(p.check());
-    return p;
-  };
+  auto params = [&](std::vector<std::string_view> names) { return bind(args, name, std::move(names)); };
   auto text_filter = [&](auto fn) -> Result<Value> {
     KEEL_ASSIGN_OR_RETURN(Params p, params({}));
     KEEL_ASSIGN_OR_RETURN(std::string s, as_text(v));
@@ -466,85 +254,9 @@ Result<Value> apply_text_filter(Interpreter& in, std::string_view name, const Va
   return make_error(ErrorCode::kInternal, "filter '{}' has no implementation", name);
 }
 
-Result<Value> apply_sequence_filter(Interpreter& in, std::string_view name, const Value& v, const CallArgs& args,
-                                    int line) {
-  auto params = [&](std::vector<std::string_view> names) -> Result<Params> {
-    Params p(args, name, std::move(names));
-    KEEL_RETURN_IF_ERROR(p.check());
-    return p;
-  };
-  if (name == "items") {
-    if (v.is_undefined()) return Value::generator({});
-    if (!v.is_dict()) return make_error(ErrorCode::kInvalidArgument, "items filter expects a mapping");
-    List out;
-    for (const auto& [key, item] : v.as_dict().items) out.push_back(Value::tuple({Value::string(key), item}));
-    return Value::generator(std::move(out));
-  }
-  if (name == "list") {
-    KEEL_ASSIGN_OR_RETURN(List items, in.iterate(v, line));
-    return Value::list(std::move(items));
-  }
-  if (name == "first" || name == "last") {
-    if (v.kind() == Kind::kIterator) {
-      IterState& it = v.as_iter();
-      if (name == "last" && it.single_use) {
-        return make_error(ErrorCode::kInvalidArgument, "'{}' object is not reversible", it.type_name);
-      }
-      if (it.pos >= it.items.size()) return Value::undefined(fmt::format("No {} item, sequence was empty.", name));
-      if (name == "last") return it.items.back();
-      return it.single_use ? it.items[it.pos++] : it.items[it.pos];
-    }
-    KEEL_ASSIGN_OR_RETURN(List items, in.iterate(v, line));
-    if (items.empty()) return Value::undefined(fmt::format("No {} item, sequence was empty.", name));
-    return name == "first" ? items.front() : items.back();
-  }
-  if (name == "reverse") {
-    if (v.is_string()) {
-      KEEL_ASSIGN_OR_RETURN(List chars, in.iterate(v, line));
-      std::string out;
-      for (auto it = chars.rbegin(); it != chars.rend(); ++it) out += it->as_string();
-      return Value::string(std::move(out));
-    }
-    const bool reversible = v.is_sequence() || v.is_dict() || (v.kind() == Kind::kIterator && !v.as_iter().single_use);
-    KEEL_ASSIGN_OR_RETURN(List items, in.iterate(v, line));
-    std::reverse(items.begin(), items.end());
-    if (!reversible) return Value::list(std::move(items));  // jinja2: list(value) reversed
-    IterState it;  // reversed(value): a single-use iterator
-    it.items = std::move(items);
-    it.type_name = v.is_dict() ? "dict_reversekeyiterator" : "reverseiterator";
-    return Value::iterator(std::move(it));
-  }
-  if (name == "select" || name == "reject") return filter_select(in, v, args, false, name == "select", line);
-  if (name == "selectattr" || name == "rejectattr") {
-    return filter_select(in, v, args, true, name == "selectattr", line);
-  }
-  if (name == "map") return filter_map(in, v, args, line);
-  if (name == "dictsort") {
-    KEEL_ASSIGN_OR_RETURN(Params p, params({"case_sensitive", "by", "reverse"}));
-    return filter_dictsort(v, p);
-  }
-  if (name == "sort") {
-    KEEL_ASSIGN_OR_RETURN(Params p, params({"reverse", "case_sensitive", "attribute"}));
-    return filter_sort(in, v, p, line);
-  }
-  if (name == "unique") {
-    KEEL_ASSIGN_OR_RETURN(Params p, params({"case_sensitive", "attribute"}));
-    return filter_unique(in, v, p, line);
-  }
-  if (name == "min" || name == "max") {
-    KEEL_ASSIGN_OR_RETURN(Params p, params({"case_sensitive"}));
-    return filter_minmax(in, v, p, name == "max", line);
-  }
-  return make_error(ErrorCode::kInternal, "filter '{}' has no implementation", name);
-}
-
 Result<Value> apply_other_filter(Interpreter& in, std::string_view name, const Value& v, const CallArgs& args,
                                  int line) {
-  auto params = [&](std::vector<std::string_view> names) -> Result<Params> {
-    Params p(args, name, std::move(names));
-    KEEL_RETURN_IF_ERROR(p.check());
-    return p;
-  };
+  auto params = [&](std::vector<std::string_view> names) { return bind(args, name, std::move(names)); };
   if (name == "int") {
     KEEL_ASSIGN_OR_RETURN(Params p, params({"default", "base"}));
     return filter_int(v, p);
@@ -616,9 +328,32 @@ Result<Value> apply_filter(Interpreter& in, std::string_view name, const Value& 
     return make_error(ErrorCode::kUnsupported, "filter '{}' on a |safe string", name);
   }
   if (listed(kTextFilters, name)) return apply_text_filter(in, name, v, args, line);
-  if (listed(kSequenceFilters, name)) return apply_sequence_filter(in, name, v, args, line);
+  if (listed(kSequenceFilters, name)) return filter_detail::apply_sequence_filter(in, name, v, args, line);
   if (is_known_filter(name)) return apply_other_filter(in, name, v, args, line);
   return make_error(ErrorCode::kUnsupported, "filter '{}' is not supported", name);
 }
 
 }  // namespace keel::tokenizer::jinja
+
+namespace keel::tokenizer::jinja::filter_detail {
+
+Result<Params> bind(const CallArgs& args, std::string_view filter, std::vector<std::string_view> names) {
+  Params p(args, filter, std::move(names));
+  KEEL_RETURN_IF_ERROR(p.check());
+  return p;
+}
+
+// jinja2's make_attrgetter: "a.b.0" walks items/attributes.
+Result<Value> get_path(Interpreter& in, const Value& item, const std::string& path, int line) {
+  Value cur = item;
+  for (const std::string& part : py_split(path, ".", -1)) {
+    Value key = Value::string(part);
+    if (!part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      key = Value::integer(std::strtoll(part.c_str(), nullptr, 10));
+    }
+    KEEL_ASSIGN_OR_RETURN(cur, in.get_item(cur, key, line));
+  }
+  return cur;
+}
+
+}  // namespace keel::tokenizer::jinja::filter_detail
