@@ -4,18 +4,57 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "backend/cuda/attention_decode.h"
 #include "backend/cuda/attention_tc.h"
 
 namespace keel::backend::cuda {
 
 namespace {
 
+bool env_on(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr || std::strcmp(v, "0") != 0;
+}
 bool tc_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("KEEL_CUDA_ATTN_TC");
-    return v == nullptr || std::strcmp(v, "0") != 0;
-  }();
+  static const bool on = env_on("KEEL_CUDA_ATTN_TC");
   return on;
+}
+bool decode_enabled() {
+  static const bool on = env_on("KEEL_CUDA_ATTN_DECODE");
+  return on;
+}
+
+// Splits of the keys so that items x splits fill the device (about 4 x SMs blocks) when the items
+// alone do not and the contexts are long enough to share (more than min_keys); a split's length is a
+// multiple of unit. fixed_grid: grid_splits depends on the items alone.
+void plan_splits(int64_t n_items, int max_keys, int n_sm, int want_per_sm, int min_keys, int unit, bool fixed_grid,
+                 AttentionPlan& plan) {
+  const int64_t want_blocks = static_cast<int64_t>(want_per_sm) * n_sm;
+  const int by_blocks = n_items > 0 ? static_cast<int>((want_blocks + n_items - 1) / n_items) : 1;
+  plan.n_splits = 1;
+  if (n_items > 0 && n_items < want_blocks && max_keys > min_keys) {
+    const int by_keys = (max_keys + min_keys - 1) / min_keys;
+    plan.n_splits = std::max(1, std::min(by_blocks, by_keys));
+  }
+  const int per_split = (max_keys + plan.n_splits - 1) / plan.n_splits;
+  plan.split_len = std::max(unit, (per_split + unit - 1) / unit * unit);
+  plan.n_splits = std::max(1, (max_keys + plan.split_len - 1) / plan.split_len);
+  // by_blocks bounds n_splits, so the empty splits of a fixed grid only add zero terms to the merge.
+  plan.grid_splits = fixed_grid && n_items < want_blocks ? std::max(by_blocks, plan.n_splits) : plan.n_splits;
+}
+
+// Decode items: one per (sequence with a new token, kv head), the whole group each.
+void plan_decode(const AttentionParams& p, int n_kv, int group, int n_sm, bool fixed_grid, AttentionPlan& plan) {
+  int max_keys = 0;
+  for (size_t s = 0; s < p.seqs.size(); ++s) {
+    const AttnSeq& sq = p.seqs[s];
+    if (sq.n_q == 0) continue;
+    max_keys = std::max(max_keys, static_cast<int>(sq.ctx_slots.size()));
+    for (int kvh = 0; kvh < n_kv; ++kvh) plan.items.push_back({static_cast<int32_t>(s), kvh, 0, 1, 0, group});
+  }
+  plan_splits(static_cast<int64_t>(plan.items.size()), max_keys, n_sm, 4, kAttnDecodeSplitKeys,
+              kAttnDecodeSplitKeys, fixed_grid, plan);
+  plan.decode = true;
 }
 
 // Tensor-core items: kAttnTcRows / group tokens x the whole group each; the longest key ranges first,
@@ -51,6 +90,12 @@ void plan_attention(const AttentionParams& p, int n_heads, int n_kv, int head_di
   plan.items.clear();
   plan.n_splits = 1;
   plan.tensor_cores = false;
+  plan.decode = false;
+  if (bf16 && attention_decode_supports(n_heads, n_kv, head_dim) && decode_enabled() &&
+      std::all_of(p.seqs.begin(), p.seqs.end(), [](const AttnSeq& sq) { return sq.n_q <= 1; })) {
+    plan_decode(p, n_kv, n_heads / n_kv, n_sm, fixed_grid, plan);
+    return;
+  }
   if (bf16 && !fixed_grid && attention_tc_supports(n_heads, n_kv, head_dim) && tc_enabled()) {
     const bool prefill = std::any_of(p.seqs.begin(), p.seqs.end(),
                                      [](const AttnSeq& sq) { return sq.n_q >= kAttnTcMinTokens; });
@@ -75,20 +120,8 @@ void plan_attention(const AttentionParams& p, int n_heads, int n_kv, int head_di
       }
     }
   }
-  // Split the keys when the items alone leave SMs idle and the contexts are long enough to share.
-  constexpr int kMinSplitKeys = 64;  // two tiles: a split shorter than that is mostly set-up
-  const int64_t want_blocks = 2 * static_cast<int64_t>(n_sm);
-  const auto n_items = static_cast<int64_t>(plan.items.size());
-  const int by_blocks = n_items > 0 ? static_cast<int>((want_blocks + n_items - 1) / n_items) : 1;
-  if (n_items > 0 && n_items < want_blocks && max_keys > kMinSplitKeys) {
-    const int by_keys = (max_keys + kMinSplitKeys - 1) / kMinSplitKeys;
-    plan.n_splits = std::max(1, std::min(by_blocks, by_keys));
-  }
-  const int per_split = (max_keys + plan.n_splits - 1) / plan.n_splits;
-  plan.split_len = std::max(32, (per_split + 31) / 32 * 32);
-  plan.n_splits = std::max(1, (max_keys + plan.split_len - 1) / plan.split_len);
-  // by_blocks bounds n_splits, so the empty splits of a fixed grid only add zero terms to the merge.
-  plan.grid_splits = fixed_grid && n_items < want_blocks ? std::max(by_blocks, plan.n_splits) : plan.n_splits;
+  // Two tiles at least (a split shorter than that is mostly set-up), lengths in whole tiles.
+  plan_splits(static_cast<int64_t>(plan.items.size()), max_keys, n_sm, 2, 64, 32, fixed_grid, plan);
 }
 
 }  // namespace keel::backend::cuda
