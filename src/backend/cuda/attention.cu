@@ -290,6 +290,7 @@ void attention_set_smem_limits() {
   allow_smem<float, 8>();
   allow_smem<__nv_bfloat16, 8>();
   attention_tc_set_smem_limits();
+  attention_decode_set_smem_limits();
 }
 
 void launch_attention_combine(const AttnLaunch& p, ActType t, cudaStream_t s) {

@@ -3,9 +3,10 @@
 // little arithmetic per byte, and the kernel is built to keep HBM busy:
 // - a block (4 warps) runs one (sequence, kv head, key range); each K/V row is read once and serves
 //   all G query heads of the group (their q rows live in registers);
-// - a row is read by HD / 8 lanes with 16-byte loads (8 bf16 each), so a warp covers 32 / (HD / 8)
-//   keys per step; each warp takes batches of kUnroll steps in turn and issues all of a batch's K and V
-//   loads before using any (the next batch's slot ids are prefetched), so many loads are in flight;
+// - a row is read by HD / 8 lanes, 16 bytes each, so a warp covers 32 / (HD / 8) keys per step; each
+//   warp takes batches of kUnroll steps in turn and copies them with cp.async into its own ring of
+//   kStages batches in shared memory (kStages - 1 batches in flight while one is computed; the slot
+//   ids of the batch after next are loaded while this one is computed);
 // - scores: 8 FMAs per lane and head, summed over the row's lanes with shuffles; the online softmax
 //   works in the log2 domain (q pre-scaled by scale * log2 e, exp2f) once per batch; acc += p * v in
 //   f32 on CUDA cores (why not tensor cores: docs/cuda_backend.md);
@@ -13,6 +14,7 @@
 //   partial (acc, max in natural-log units, sum) and launch_attention_combine merges them.
 #include <cfloat>
 #include <cmath>
+#include <utility>
 
 #include "backend/cuda/attention_decode.h"
 #include "backend/cuda/dtype_util.cuh"
@@ -31,6 +33,10 @@ struct DecodeCfg {
   static constexpr int kKeysPerStep = 32 / kLanesPerKey;   // keys a warp reads per load instruction
   static constexpr int kUnroll = G <= 4 ? 4 : 2;           // steps per batch (registers: G x 16 floats)
   static constexpr int kBatchKeys = kKeysPerStep * kUnroll;
+  static constexpr int kStages = 3;                        // batches in flight per warp (cp.async ring)
+  // Per warp: kStages x (K and V) x kUnroll x 32 lanes x 16 bytes; reused for the warps' merge.
+  static constexpr size_t kSmem = static_cast<size_t>(kWarps) * kStages * 2 * kUnroll * 32 * sizeof(uint4);
+  static_assert(kSmem >= sizeof(float) * kWarps * G * HD, "the merge reuses the ring");
 };
 
 __device__ __forceinline__ void bf16x8(const uint4& raw, float* f) {
@@ -42,16 +48,22 @@ __device__ __forceinline__ void bf16x8(const uint4& raw, float* f) {
   }
 }
 
-__device__ __forceinline__ uint4 load_row(const __nv_bfloat16* base, int slot, int64_t row_stride) {
-  if (slot < 0) return make_uint4(0, 0, 0, 0);
-  return __ldg(reinterpret_cast<const uint4*>(base + static_cast<int64_t>(slot) * row_stride));
+// 16 bytes global -> shared without registers; zero-filled (nothing read) when !valid.
+__device__ __forceinline__ void cp_async16(uint4* dst, const void* src, bool valid) {
+  const auto d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(valid ? 16 : 0) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
 template <int HD, int G>
-__global__ void __launch_bounds__(kWarps * 32) attention_decode_kernel(AttnLaunch p) {
+__global__ void __launch_bounds__(kWarps * 32, attention_decode_blocks_per_sm(G)) attention_decode_kernel(AttnLaunch p) {
   using C = DecodeCfg<HD, G>;
-  constexpr int L = C::kLanesPerKey, KS = C::kKeysPerStep, U = C::kUnroll, B = C::kBatchKeys;
-  __shared__ float acc_s[kWarps][G][HD];
+  constexpr int L = C::kLanesPerKey, KS = C::kKeysPerStep, U = C::kUnroll, B = C::kBatchKeys, S = C::kStages;
+  extern __shared__ uint4 ring[];
   __shared__ float m_s[kWarps][G], l_s[kWarps][G];
 
   const AttnItem it = p.items[blockIdx.x];
@@ -81,9 +93,13 @@ __global__ void __launch_bounds__(kWarps * 32) attention_decode_kernel(AttnLaunc
     for (int e = 0; e < 8; ++e) acc[g][e] = 0.0f;
   }
 
+  // Batch b of this warp: keys first + b * stride + [0, B); its K/V pieces go to ring stage b % S,
+  // each lane's own 16 bytes (a lane reads back only what it copied: no barrier needed).
   const int64_t row_stride = static_cast<int64_t>(p.n_kv) * HD;
   const auto* kc = static_cast<const __nv_bfloat16*>(p.k_cache) + it.kv_head * HD + dl * 8;
   const auto* vc = static_cast<const __nv_bfloat16*>(p.v_cache) + it.kv_head * HD + dl * 8;
+  uint4* my = ring + static_cast<size_t>(warp) * S * 2 * U * 32 + lane;
+  const int first = key_begin + warp * B, stride = kWarps * B;
   auto slots_of = [&](int base, int* slot) {
 #pragma unroll
     for (int u = 0; u < U; ++u) {
@@ -91,23 +107,35 @@ __global__ void __launch_bounds__(kWarps * 32) attention_decode_kernel(AttnLaunc
       slot[u] = key < key_end ? sq.ctx[key] : -1;
     }
   };
-  int slot[U];
-  slots_of(key_begin + warp * B, slot);
-  for (int base = key_begin + warp * B; base < key_end; base += kWarps * B) {
-    uint4 kr[U], vr[U];
+  auto issue = [&](int stage, const int* slot) {
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      kr[u] = load_row(kc, slot[u], row_stride);
-      vr[u] = load_row(vc, slot[u], row_stride);
+      const int64_t off = static_cast<int64_t>(max(slot[u], 0)) * row_stride;
+      cp_async16(my + (stage * 2 * U + u) * 32, kc + off, slot[u] >= 0);
+      cp_async16(my + (stage * 2 * U + U + u) * 32, vc + off, slot[u] >= 0);
     }
-    int next[U];
-    slots_of(base + kWarps * B, next);
+    cp_async_commit();
+  };
+  int slot[U];
+#pragma unroll
+  for (int st = 0; st < S - 1; ++st) {
+    slots_of(first + st * stride, slot);
+    issue(st, slot);
+  }
+  slots_of(first + (S - 1) * stride, slot);  // the batch issued in the first iteration
+  int b = 0;
+  for (int base = first; base < key_end; base += stride, ++b) {
+    issue((b + S - 1) % S, slot);  // batch b + S - 1 (zero-filled, no reads, past the range)
+    slots_of(base + S * stride, slot);
+    cp_async_wait<S - 1>();        // batch b has landed
+    const uint4* stage = my + (b % S) * 2 * U * 32;
     // Scores of the batch's keys for every head; out-of-range keys are -inf.
     float s[U][G];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       float kf[8];
-      bf16x8(kr[u], kf);
+      bf16x8(stage[u * 32], kf);
+      const bool valid = base + u * KS + sub < key_end;
 #pragma unroll
       for (int g = 0; g < G; ++g) {
         float d = 0.0f;
@@ -115,7 +143,7 @@ __global__ void __launch_bounds__(kWarps * 32) attention_decode_kernel(AttnLaunc
         for (int e = 0; e < 8; ++e) d = fmaf(q[g][e], kf[e], d);
 #pragma unroll
         for (int o = L / 2; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);
-        s[u][g] = slot[u] >= 0 ? d : -INFINITY;
+        s[u][g] = valid ? d : -INFINITY;
       }
     }
     // One max per head for the whole batch (all lanes agree); key base + 0 is in range, so it is finite.
@@ -136,7 +164,7 @@ __global__ void __launch_bounds__(kWarps * 32) attention_decode_kernel(AttnLaunc
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       float vf[8];
-      bf16x8(vr[u], vf);
+      bf16x8(stage[(U + u) * 32], vf);
 #pragma unroll
       for (int g = 0; g < G; ++g) {
         const float pj = exp2f(s[u][g] - m[g]);
@@ -145,9 +173,10 @@ __global__ void __launch_bounds__(kWarps * 32) attention_decode_kernel(AttnLaunc
         for (int e = 0; e < 8; ++e) acc[g][e] = fmaf(pj, vf[e], acc[g][e]);
       }
     }
-#pragma unroll
-    for (int u = 0; u < U; ++u) slot[u] = next[u];
   }
+  cp_async_wait<0>();  // the zero-filled batches past the range, before the ring is reused
+  __syncthreads();
+  auto* acc_s = reinterpret_cast<float(*)[G][HD]>(ring);  // [kWarps][G][HD]
 
   // The warp's key groups (sub) share m: their sums add.
 #pragma unroll
@@ -203,7 +232,15 @@ __global__ void __launch_bounds__(kWarps * 32) attention_decode_kernel(AttnLaunc
 template <int HD, int G>
 void launch_hd_group(const AttnLaunch& p, cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>(p.n_items), static_cast<unsigned>(p.n_splits));
-  attention_decode_kernel<HD, G><<<grid, kWarps * 32, 0, s>>>(p);
+  attention_decode_kernel<HD, G><<<grid, kWarps * 32, DecodeCfg<HD, G>::kSmem, s>>>(p);
+  KEEL_CUDA_LAUNCHED();
+}
+
+template <int HD, int... Gs>
+void allow_smem(std::integer_sequence<int, Gs...>) {
+  (cudaFuncSetAttribute(attention_decode_kernel<HD, Gs + 1>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                        static_cast<int>(DecodeCfg<HD, Gs + 1>::kSmem)),
+   ...);
   KEEL_CUDA_LAUNCHED();
 }
 
@@ -222,6 +259,11 @@ void launch_hd(const AttnLaunch& p, cudaStream_t s) {
 }
 
 }  // namespace
+
+void attention_decode_set_smem_limits() {
+  allow_smem<64>(std::make_integer_sequence<int, kAttnDecodeMaxGroup>{});
+  allow_smem<128>(std::make_integer_sequence<int, kAttnDecodeMaxGroup>{});
+}
 
 void launch_attention_decode(const AttnLaunch& p, cudaStream_t s) {
   if (p.head_dim == 64) {

@@ -1,6 +1,7 @@
 #include "backend/cuda/attention_plan.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 
@@ -24,26 +25,12 @@ bool decode_enabled() {
   return on;
 }
 
-// Splits of the keys so that items x splits fill the device (about 4 x SMs blocks) when the items
-// alone do not and the contexts are long enough to share (more than min_keys); a split's length is a
-// multiple of unit. fixed_grid: grid_splits depends on the items alone.
-void plan_splits(int64_t n_items, int max_keys, int n_sm, int want_per_sm, int min_keys, int unit, bool fixed_grid,
-                 AttentionPlan& plan) {
-  const int64_t want_blocks = static_cast<int64_t>(want_per_sm) * n_sm;
-  const int by_blocks = n_items > 0 ? static_cast<int>((want_blocks + n_items - 1) / n_items) : 1;
-  plan.n_splits = 1;
-  if (n_items > 0 && n_items < want_blocks && max_keys > min_keys) {
-    const int by_keys = (max_keys + min_keys - 1) / min_keys;
-    plan.n_splits = std::max(1, std::min(by_blocks, by_keys));
-  }
-  const int per_split = (max_keys + plan.n_splits - 1) / plan.n_splits;
-  plan.split_len = std::max(unit, (per_split + unit - 1) / unit * unit);
-  plan.n_splits = std::max(1, (max_keys + plan.split_len - 1) / plan.split_len);
-  // by_blocks bounds n_splits, so the empty splits of a fixed grid only add zero terms to the merge.
-  plan.grid_splits = fixed_grid && n_items < want_blocks ? std::max(by_blocks, plan.n_splits) : plan.n_splits;
-}
-
-// Decode items: one per (sequence with a new token, kv head), the whole group each.
+// Decode items: one per (sequence with a new token, kv head), the whole group each. Splits: the count
+// up to max_splits whose blocks fill whole waves best (resident blocks per SM x SMs), with
+// splits x items x group <= 64 x SMs (the merge scratch's bound, cuda_ops.cc) and each split at least
+// kAttnDecodeSplitKeys keys. fixed_grid: the grid takes the count found without the key limit (the
+// items alone), the split length stays the one with it, so a graph step computes what an eager step
+// does (the extra splits are empty and add zeros in the merge).
 void plan_decode(const AttentionParams& p, int n_kv, int group, int n_sm, bool fixed_grid, AttentionPlan& plan) {
   int max_keys = 0;
   for (size_t s = 0; s < p.seqs.size(); ++s) {
@@ -52,9 +39,31 @@ void plan_decode(const AttentionParams& p, int n_kv, int group, int n_sm, bool f
     max_keys = std::max(max_keys, static_cast<int>(sq.ctx_slots.size()));
     for (int kvh = 0; kvh < n_kv; ++kvh) plan.items.push_back({static_cast<int32_t>(s), kvh, 0, 1, 0, group});
   }
-  plan_splits(static_cast<int64_t>(plan.items.size()), max_keys, n_sm, 4, kAttnDecodeSplitKeys,
-              kAttnDecodeSplitKeys, fixed_grid, plan);
   plan.decode = true;
+  const auto n_items = static_cast<int64_t>(plan.items.size());
+  const auto wave = static_cast<double>(attention_decode_blocks_per_sm(group)) * n_sm;
+  const int64_t by_scratch = n_items > 0 ? std::max<int64_t>(1, 64LL * n_sm / (n_items * group)) : 1;
+  // The first count of [1, max_splits] with the best wave fill: the search over a shorter range never
+  // ends above the one over a longer range.
+  auto best_splits = [&](int64_t max_splits) {
+    int best = 1;
+    double best_fill = 0;
+    for (int64_t s = 1; s <= max_splits; ++s) {
+      const double waves = static_cast<double>(n_items * s) / wave;
+      const double fill = waves / std::ceil(waves);
+      if (fill > best_fill + 1e-3) {
+        best_fill = fill;
+        best = static_cast<int>(s);
+      }
+    }
+    return best;
+  };
+  const int splits = best_splits(std::min<int64_t>(by_scratch, std::max(1, max_keys / kAttnDecodeSplitKeys)));
+  const int unit = kAttnDecodeSplitKeys;
+  const int per_split = (max_keys + splits - 1) / splits;
+  plan.split_len = std::max(unit, (per_split + unit - 1) / unit * unit);
+  plan.n_splits = std::max(1, (max_keys + plan.split_len - 1) / plan.split_len);
+  plan.grid_splits = fixed_grid ? std::max(best_splits(by_scratch), plan.n_splits) : plan.n_splits;
 }
 
 // Tensor-core items: kAttnTcRows / group tokens x the whole group each; the longest key ranges first,
@@ -120,8 +129,20 @@ void plan_attention(const AttentionParams& p, int n_heads, int n_kv, int head_di
       }
     }
   }
-  // Two tiles at least (a split shorter than that is mostly set-up), lengths in whole tiles.
-  plan_splits(static_cast<int64_t>(plan.items.size()), max_keys, n_sm, 2, 64, 32, fixed_grid, plan);
+  // Split the keys when the items alone leave SMs idle and the contexts are long enough to share.
+  constexpr int kMinSplitKeys = 64;  // two tiles: a split shorter than that is mostly set-up
+  const int64_t want_blocks = 2 * static_cast<int64_t>(n_sm);
+  const auto n_items = static_cast<int64_t>(plan.items.size());
+  const int by_blocks = n_items > 0 ? static_cast<int>((want_blocks + n_items - 1) / n_items) : 1;
+  if (n_items > 0 && n_items < want_blocks && max_keys > kMinSplitKeys) {
+    const int by_keys = (max_keys + kMinSplitKeys - 1) / kMinSplitKeys;
+    plan.n_splits = std::max(1, std::min(by_blocks, by_keys));
+  }
+  const int per_split = (max_keys + plan.n_splits - 1) / plan.n_splits;
+  plan.split_len = std::max(32, (per_split + 31) / 32 * 32);
+  plan.n_splits = std::max(1, (max_keys + plan.split_len - 1) / plan.split_len);
+  // by_blocks bounds n_splits, so the empty splits of a fixed grid only add zero terms to the merge.
+  plan.grid_splits = fixed_grid && n_items < want_blocks ? std::max(by_blocks, plan.n_splits) : plan.n_splits;
 }
 
 }  // namespace keel::backend::cuda

@@ -229,8 +229,8 @@ void CudaBackend::attention(const Tensor& q, const Tensor& k_cache, const Tensor
   if (plan.grid_splits > 1) {
     const size_t rows = static_cast<size_t>(plan.grid_splits) * static_cast<size_t>(n * n_heads);
     // Keys are split only while items < 2 x SMs, so rows = splits x (query rows) < 64 x SMs (each item
-    // holds at most kAttnRowsPerBlock rows and splits <= 2 x SMs / items + 1; decode items: below
-    // 4 x SMs, at most kAttnDecodeMaxGroup rows, splits <= 4 x SMs / items + 1): the scratch is
+    // holds at most kAttnRowsPerBlock rows and splits <= 2 x SMs / items + 1; the decode plan keeps
+    // splits x items x group <= 64 x SMs itself): the scratch is
     // allocated at that bound once and never moves under a captured graph.
     const size_t bound = static_cast<size_t>(4 * n_sm_ * kAttnRowsPerBlock);
     float* scratch = attention_partials(std::max(rows, bound) * (static_cast<size_t>(hd) + 2));
