@@ -20,7 +20,7 @@ inline bool attention_decode_supports(int n_heads, int n_kv, int head_dim) {
   return (head_dim == 64 || head_dim == 128) && group >= 1 && group <= kAttnDecodeMaxGroup;
 }
 // Blocks of the kernel resident per SM (its launch bounds; registers grow with the group): a wave.
-constexpr int attention_decode_blocks_per_sm(int group) { return group <= 5 ? 4 : group <= 7 ? 3 : 2; }
+constexpr int attention_decode_blocks_per_sm(int group) { return group <= 5 ? 4 : group == 6 ? 3 : 2; }
 void launch_attention_decode(const AttnLaunch& p, cudaStream_t s);
 void attention_decode_set_smem_limits();  // dynamic shared memory above 48 KiB (called once at start-up)
 // Merges the n_splits partial (acc, max, sum) triples into out (attention.cu; shared by both kernels).
