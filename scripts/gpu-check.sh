@@ -20,6 +20,7 @@ declare -a SUMMARY
 note() { SUMMARY+=("$(printf '%-28s %s' "$1" "$2")"); }
 find_bin() { for p in "$BIN/$1" "$BIN/tests/gpu/$1" "$BIN/bench/cuda/$1" "$BIN/src/cli/$1"; do [[ -x $p ]] && { echo "$p"; return; }; done; echo "missing-$1"; }
 OPS=$(find_bin keel_gpu_ops_tests); GRAPHS=$(find_bin keel_gpu_graph_tests); CHECK=$(find_bin keel_gpu_model_check); BENCH=$(find_bin keel_cuda_bench); KEEL=$(find_bin keel)
+ATTN=$(find_bin keel_attn_bench)
 TOOLS=$(mktemp -d); ln -s "$(realpath "$CHECK")" "$TOOLS/keel_gpu_model_check"; ln -s "$(realpath "$KEEL")" "$TOOLS/keel"
 
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
@@ -41,7 +42,7 @@ if want san; then
   FILTER='-*DecodeLongContextsSplitKv*:*CachedPrefix*:*SampleRows.*/0:*SampleRows.*/1:*SampleRowsDistribution*:*TensorCorePrefillLong*'
   timeout 240 $SAN --tool memcheck --error-exitcode 3 "$OPS" --gtest_brief=1 --gtest_filter="$FILTER" >"$OUT/memcheck.log" 2>&1; rc=$?
   note "memcheck" "$([[ $rc == 0 ]] && echo clean || echo "FAIL rc=$rc") ($(grep -m1 'ERROR SUMMARY' "$OUT/memcheck.log"))"
-  timeout 240 $SAN --tool racecheck --error-exitcode 3 "$OPS" --gtest_brief=1 --gtest_filter='*Attention*Prefill*:*RmsNorm*:*Mixed*:*SampleRows.*/2:-*TensorCorePrefillLong*' >"$OUT/racecheck.log" 2>&1; rc=$?
+  timeout 240 $SAN --tool racecheck --error-exitcode 3 "$OPS" --gtest_brief=1 --gtest_filter='*Attention*Prefill*:*AttentionBf16.DecodeKernel*:*RmsNorm*:*Mixed*:*SampleRows.*/2:-*TensorCorePrefillLong*' >"$OUT/racecheck.log" 2>&1; rc=$?
   note "racecheck" "$([[ $rc == 0 ]] && echo clean || echo "FAIL rc=$rc") ($(grep -m1 'RACECHECK SUMMARY\|ERROR SUMMARY' "$OUT/racecheck.log"))"
 fi
 
@@ -75,6 +76,12 @@ if want bench; then
   for ph in d1 pf dB; do
     KEEL_CUDA_PROFILE=1 "$BENCH" bench/cuda/llama3-8b 512 8 2048 64 $ph >>"$OUT/profile.log" 2>&1
   done
+  # Decode attention alone: GB/s of K/V read at batch 1/64/256 x context 1k/4k/32k (decode vs CUDA-core
+  # kernel), then 8B decode steps at batch 256 with ~1,150 tokens of context (the serve workload's).
+  "$ATTN" >"$OUT/attn_bench.log" 2>&1; rc=$?
+  note "attention bench" "rc=$rc"
+  KEEL_CUDA_STEP_TIMES=1 "$BENCH" bench/cuda/llama3-8b 512 8 2048 256 dS 1150 >"$OUT/bench_b256.log" 2>&1; rc=$?
+  note "bench llama3-8b bs 256" "rc=$rc"
 fi
 
 if want servebench; then
@@ -88,5 +95,7 @@ echo; echo "==== keel GPU check ($(head -1 "$OUT/gpu.txt"), $(date -u +%F)) ====
 [[ -f $OUT/serve_sampling.log ]] && cut -c1-300 "$OUT/serve_sampling.log"
 [[ -f $OUT/bench.log ]] && cat "$OUT/bench.log"
 [[ -f $OUT/profile.log ]] && cat "$OUT/profile.log"
+[[ -f $OUT/attn_bench.log ]] && cat "$OUT/attn_bench.log"
+[[ -f $OUT/bench_b256.log ]] && cat "$OUT/bench_b256.log"
 [[ -f $OUT/serve_bench.log ]] && cat "$OUT/serve_bench.log"
 printf '%s\n' "${SUMMARY[@]}"

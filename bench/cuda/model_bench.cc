@@ -3,8 +3,9 @@
 // bandwidth roofline (weight bytes / measured HBM bandwidth) and the GEMM ceiling (2 * params * tokens
 // / measured bf16 GEMM rate), both passed in from shared/GPU.md's measurements.
 // Usage: keel_cuda_bench CONFIG_DIR [decode_ctx=512] [prefill_batch=8] [prefill_len=2048] [batch=64]
-//                        [phases=d1,pf,dB,dS]   (d1: batch-1 decode, pf: prefill, dB: batched decode,
-//                        dS: decode steps of 1 and batch sequences sampled on the device vs logits to the host)
+//                        [phases=d1,pf,dB,dS] [batch_ctx=1024]   (d1: batch-1 decode, pf: prefill, dB: batched
+//                        decode at batch_ctx cached tokens, dS: decode steps of 1 and batch sequences sampled on
+//                        the device vs logits to the host)
 // Decode phases run twice: eagerly (KEEL_CUDA_GRAPHS=0) and as CUDA graph replays; the first graph
 // step of a batch size (eager step + capture + instantiate) is timed on its own.
 // With KEEL_CUDA_PROFILE=1 the backend prints per-op GPU time at exit (run one phase for a breakdown;
@@ -99,6 +100,7 @@ int main(int argc, char** argv) {
   const int pf_len = argc > 4 ? std::atoi(argv[4]) : 2048;
   const int batch = argc > 5 ? std::atoi(argv[5]) : 64;
   const std::string phases = argc > 6 ? argv[6] : "d1,pf,dB,dS";
+  const int batch_ctx = argc > 7 ? std::atoi(argv[7]) : 1024;
   const auto t0 = Clock::now();
   auto loaded = keel::model::load_model({.path = argv[1], .backend = "cuda", .dummy_weights = true});
   if (!loaded.ok()) {
@@ -115,7 +117,7 @@ int main(int argc, char** argv) {
       (c.tied_embeddings ? 1.0 : 2.0) * static_cast<double>(c.vocab_size * c.d_model);
   std::printf("model: %d layers, d %lld, params %.2f B, dummy load %.1f s\n", static_cast<int>(c.n_layers),
               static_cast<long long>(c.d_model), params / 1e9, load_s);
-  const int stride = std::max({decode_ctx + 64, pf_len, 1024 + 64});
+  const int stride = std::max({decode_ctx + 64, pf_len, batch_ctx + 64, 1024 + 64});
   auto kv = m.make_kv_storage(static_cast<int64_t>(stride) * std::max(pf_batch, batch)).value();
 
   // Batch-1 decode roofline: every weight byte once per step (shared/GPU.md's 16.06 GB for 8B); the
@@ -151,12 +153,12 @@ int main(int argc, char** argv) {
                 pf_tokens / tp, pf_tokens / gemm_s, 100 * gemm_s / tp);
   }
   if (phases.find("dB") != std::string::npos) {
-    const Batch b = make_batch(batch, 1024, 1, stride);
+    const Batch b = make_batch(batch, batch_ctx, 1, stride);
     double first = 0;
     for (const bool graphs : {false, true}) {
       const double tb = decode(b, 20, graphs, graphs ? &first : nullptr);
-      std::printf("decode bs=%d ctx=1024 %s: %.3f ms/step, %.0f tok/s\n", batch, graphs ? "graph" : "eager", tb * 1e3,
-                  batch / tb);
+      std::printf("decode bs=%d ctx=%d %s: %.3f ms/step, %.0f tok/s\n", batch, batch_ctx, graphs ? "graph" : "eager",
+                  tb * 1e3, batch / tb);
     }
     std::printf("decode bs=%d first graph step (eager step + capture + instantiate): %.1f ms\n", batch, first * 1e3);
   }
@@ -164,12 +166,12 @@ int main(int argc, char** argv) {
   if (phases.find("dS") != std::string::npos) {
     setenv("KEEL_CUDA_GRAPHS", "1", 1);
     for (const int n : {1, batch}) {
-      const Batch b = make_batch(n, 1024, 1, stride);
+      const Batch b = make_batch(n, batch_ctx, 1, stride);
       for (const auto& [t, p] : {std::pair{0.0f, 1.0f}, std::pair{0.7f, 0.9f}}) {
         const double ts = time_forward_sampled(m, kv, b, 20, t, p);
         const double th = time_forward(m, kv, b, 20);
-        std::printf("decode bs=%d ctx=1024 graph, sampled on the device (T %.1f, top_p %.1f): %.3f ms/step, %.0f tok/s "
-                    "(logits to the host: %.3f ms/step)\n", n, t, p, ts * 1e3, n / ts, th * 1e3);
+        std::printf("decode bs=%d ctx=%d graph, sampled on the device (T %.1f, top_p %.1f): %.3f ms/step, %.0f tok/s "
+                    "(logits to the host: %.3f ms/step)\n", n, batch_ctx, t, p, ts * 1e3, n / ts, th * 1e3);
       }
     }
   }

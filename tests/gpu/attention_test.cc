@@ -2,7 +2,9 @@
 // (no prefix), a cached prefix plus a new chunk, batched decode with long contexts (split-KV), mixed
 // batches; MHA and GQA, head_dim 64/72/128/256; f32 and bf16. Outputs poisoned first. The bf16
 // prefill cases with head_dim 64/128 and a group dividing 64 run the tensor-core kernel
-// (attention_tc.cu); TensorCorePrefill checks that its plan is chosen for each shape it runs.
+// (attention_tc.cu); TensorCorePrefill checks that its plan is chosen for each shape it runs. bf16
+// decode batches with head_dim 64/128 and a group of at most 8 run the decode kernel
+// (attention_decode.cu): DecodeKernel* check its plan, group sizes 1..8, long contexts and graph replays.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -120,8 +122,8 @@ TEST_P(AttentionTest, MixedPrefillAndDecode) {
   check({14, 2, 64}, {{5000, 3}, {0, 2}}, "mixed long");
 }
 
-// Whether CudaBackend plans these shapes for the tensor-core kernel (bf16, no graph step).
-bool plans_tensor_cores(Heads h, const std::vector<SeqShape>& shapes) {
+// How CudaBackend plans these shapes (bf16; fixed_grid: a graph step).
+backend::cuda::AttentionPlan plan_of(Heads h, const std::vector<SeqShape>& shapes, bool fixed_grid = false) {
   std::vector<std::vector<int32_t>> ctx(shapes.size());
   std::vector<backend::AttnSeq> seqs;
   int q_begin = 0;
@@ -133,9 +135,11 @@ bool plans_tensor_cores(Heads h, const std::vector<SeqShape>& shapes) {
   }
   const backend::AttentionParams p{.scale = 1.0f, .seqs = seqs};
   backend::cuda::AttentionPlan plan;
-  backend::cuda::plan_attention(p, h.n_heads, h.n_kv, h.hd, true, 132, false, plan);
-  return plan.tensor_cores;
+  backend::cuda::plan_attention(p, h.n_heads, h.n_kv, h.hd, true, 132, fixed_grid, plan);
+  return plan;
 }
+bool plans_tensor_cores(Heads h, const std::vector<SeqShape>& shapes) { return plan_of(h, shapes).tensor_cores; }
+bool plans_decode(Heads h, const std::vector<SeqShape>& shapes) { return plan_of(h, shapes).decode; }
 
 // The tensor-core prefill kernel: every GQA group size it takes (1..64), head_dim 64 and 128, odd
 // lengths (partial row blocks and key tiles), cached prefix + chunk, long contexts, batches of
@@ -164,6 +168,88 @@ TEST_F(AttentionBf16, TensorCorePrefillLong) {
   check(llama, {{0, 300}, {3000, 1}, {17, 1}, {500, 40}}, "prefill with decode rows");
   check({8, 2, 128}, {{6000, 100}}, "prefix 6000 + 100");
   check({8, 2, 64}, {{0, 2500}}, "prefill 2500");
+}
+
+// The decode kernel: GQA groups 1..8 at head_dim 64 and 128, contexts of 1 key up to several splits,
+// odd lengths (partial batches of keys), batches of sequences with very different lengths.
+const Heads kDecodeHeads[] = {{8, 8, 128}, {4, 2, 64},  {32, 8, 128}, {12, 4, 64}, {14, 2, 64},
+                              {14, 2, 128}, {16, 2, 128}, {8, 1, 64},  {24, 4, 128}, {15, 3, 64}};
+
+TEST_F(AttentionBf16, DecodeKernel) {
+  const std::vector<std::vector<SeqShape>> cases = {
+      {{0, 1}}, {{36, 1}}, {{1000, 1}, {16, 1}, {4200, 1}, {62, 1}, {0, 1}}, {{129, 1}, {255, 1}, {2999, 1}}};
+  for (Heads h : kDecodeHeads) {
+    for (const auto& c : cases) {
+      EXPECT_TRUE(plans_decode(h, c)) << h.n_heads << "/" << h.n_kv << " hd " << h.hd;
+      check(h, c, "decode kernel");
+    }
+  }
+  // Shapes the kernel does not take keep the other kernels.
+  EXPECT_FALSE(plans_decode({6, 3, 72}, {{100, 1}}));    // head_dim 72
+  EXPECT_FALSE(plans_decode({4, 1, 256}, {{100, 1}}));   // head_dim 256
+  EXPECT_FALSE(plans_decode({40, 2, 128}, {{100, 1}}));  // group 20
+  EXPECT_FALSE(plans_decode({32, 8, 128}, {{100, 1}, {0, 2}}));  // a sequence with two new tokens
+  // Split-KV: a short batch with a long context is split, a full device is not.
+  EXPECT_GT(plan_of({32, 8, 128}, {{8000, 1}}).n_splits, 1);
+  EXPECT_EQ(plan_of({32, 8, 128}, std::vector<SeqShape>(256, {1100, 1})).n_splits, 1);
+}
+
+// Long contexts (8k and more) across many splits, every group size (left out of the memcheck run).
+TEST_F(AttentionBf16, DecodeLongContextsSplitKvDecodeKernel) {
+  for (Heads h : kDecodeHeads) check(h, {{8191, 1}}, "decode 8191");
+  check({32, 8, 128}, {{20000, 1}, {9000, 1}, {3, 1}}, "decode 20000 + 9000 + 3");
+  check({8, 1, 64}, {{33000, 1}}, "decode 33000");
+}
+
+// Decode steps through Backend::run_step: captured once, then replayed with new context lengths (the
+// split length changes, the grid does not: splits past a context are empty) and fresh K/V and q.
+TEST_F(AttentionBf16, DecodeKernelGraphReplay) {
+  Backend& cpu = *backends().cpu;
+  Backend& gpu = *backends().gpu;
+  const Heads h{32, 8, 128};
+  constexpr int kSeqs = 5, kSlots = 12000;
+  const auto qs = make_shape({kSeqs, h.n_heads, h.hd}), cs = make_shape({kSlots, h.n_kv, h.hd});
+  Buffer qg = gpu.alloc(DType::kBF16, qs), kg = gpu.alloc(DType::kBF16, cs), vg = gpu.alloc(DType::kBF16, cs);
+  Buffer og = gpu.alloc(DType::kBF16, qs), oc = cpu.alloc(DType::kF32, qs);
+  const std::vector<std::vector<int>> steps = {
+      {100, 3000, 17, 1, 640}, {101, 3001, 18, 2, 641}, {7000, 5, 900, 33, 2000}, {1, 1, 1, 1, 1}, {64, 2048, 129, 5, 11}};
+  const int64_t key = gpu.step_graph_bucket(kSeqs);
+  ASSERT_GT(key, 0) << "graphs turned off (KEEL_CUDA_GRAPHS=0?)";
+  int grid_splits = 0;
+  for (size_t st = 0; st < steps.size(); ++st) {
+    std::vector<int32_t> perm(kSlots);
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng_);
+    std::vector<std::vector<int32_t>> ctx(kSeqs);
+    std::vector<backend::AttnSeq> seqs;
+    size_t next = 0;
+    for (int s = 0; s < kSeqs; ++s) {
+      const auto n = static_cast<size_t>(steps[st][static_cast<size_t>(s)]);
+      ctx[static_cast<size_t>(s)].assign(perm.begin() + static_cast<int64_t>(next),
+                                         perm.begin() + static_cast<int64_t>(next + n));
+      next += n;
+      seqs.push_back({.q_begin = s, .n_q = 1, .ctx_slots = ctx[static_cast<size_t>(s)]});
+    }
+    const auto q = round_bf16(random_floats(rng_, static_cast<size_t>(qs.numel()), 2.0f));
+    const auto k = round_bf16(random_floats(rng_, static_cast<size_t>(cs.numel()), 2.0f));
+    const auto v = round_bf16(random_floats(rng_, static_cast<size_t>(cs.numel()), 2.0f));
+    gpu.copy_from_host(q, qg.tensor());
+    gpu.copy_from_host(k, kg.tensor());
+    gpu.copy_from_host(v, vg.tensor());
+    poison(gpu, og.tensor());
+    const backend::AttentionParams p{.scale = 1.0f / std::sqrt(static_cast<float>(h.hd)), .seqs = seqs};
+    std::vector<SeqShape> shapes;
+    for (const int n : steps[st]) shapes.push_back({n - 1, 1});
+    const backend::cuda::AttentionPlan plan = plan_of(h, shapes, true);
+    EXPECT_TRUE(plan.decode);
+    if (st == 0) grid_splits = plan.grid_splits;
+    EXPECT_EQ(plan.grid_splits, grid_splits) << "a graph step's grid must not depend on the contexts";
+    gpu.run_step(key, [&] { gpu.attention(qg.tensor(), kg.tensor(), vg.tensor(), p, og.tensor()); });
+    Buffer qc = make(cpu, DType::kF32, qs, q), kc = make(cpu, DType::kF32, cs, k), vc = make(cpu, DType::kF32, cs, v);
+    cpu.attention(qc.tensor(), kc.tensor(), vc.tensor(), p, oc.tensor());
+    const double err = rel_err(read(gpu, og.tensor()), read(cpu, oc.tensor()));
+    EXPECT_LE(err, tolerance(DType::kBF16)) << "graph step " << st << " seed " << seed_;
+  }
 }
 
 }  // namespace

@@ -5,7 +5,9 @@
 // Scores: lane j of a warp owns key j of the tile; the P.V product: lane owns head dims lane + 32c.
 // With n_splits > 1 each split writes (acc, m, l) and combine_kernel merges them.
 #include <cfloat>
+#include <type_traits>
 
+#include "backend/cuda/attention_decode.h"
 #include "backend/cuda/attention_tc.h"
 #include "backend/cuda/dtype_util.cuh"
 #include "backend/cuda/launch_check.h"
@@ -259,10 +261,7 @@ void launch_typed(const AttnLaunch& p, cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>(p.n_items), static_cast<unsigned>(p.n_splits));
   attention_kernel<T, kDPerLane><<<grid, kWarps * 32, smem_bytes(p.head_dim), s>>>(p);
   KEEL_CUDA_LAUNCHED();
-  if (p.n_splits > 1) {
-    combine_kernel<T><<<static_cast<unsigned>(p.n_tokens * p.n_heads), 128, 0, s>>>(p);
-    KEEL_CUDA_LAUNCHED();
-  }
+  if (p.n_splits > 1) launch_attention_combine(p, std::is_same_v<T, float> ? ActType::kF32 : ActType::kBF16, s);
 }
 
 template <typename T>
@@ -291,12 +290,24 @@ void attention_set_smem_limits() {
   allow_smem<float, 8>();
   allow_smem<__nv_bfloat16, 8>();
   attention_tc_set_smem_limits();
+  attention_decode_set_smem_limits();
+}
+
+void launch_attention_combine(const AttnLaunch& p, ActType t, cudaStream_t s) {
+  dispatch_act(t, [&](auto tag) {
+    combine_kernel<decltype(tag)><<<static_cast<unsigned>(p.n_tokens * p.n_heads), 128, 0, s>>>(p);
+  });
+  KEEL_CUDA_LAUNCHED();
 }
 
 void launch_attention(const AttnLaunch& p, ActType t, cudaStream_t s) {
   if (p.n_items == 0) return;
   if (p.tensor_cores) {
     launch_attention_tc(p, s);
+    return;
+  }
+  if (p.decode) {
+    launch_attention_decode(p, s);
     return;
   }
   dispatch_act(t, [&](auto tag) { launch_for_dims<decltype(tag)>(p, s); });

@@ -1,21 +1,69 @@
 #include "backend/cuda/attention_plan.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 
+#include "backend/cuda/attention_decode.h"
 #include "backend/cuda/attention_tc.h"
 
 namespace keel::backend::cuda {
 
 namespace {
 
+bool env_on(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr || std::strcmp(v, "0") != 0;
+}
 bool tc_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("KEEL_CUDA_ATTN_TC");
-    return v == nullptr || std::strcmp(v, "0") != 0;
-  }();
+  static const bool on = env_on("KEEL_CUDA_ATTN_TC");
   return on;
+}
+bool decode_enabled() {
+  static const bool on = env_on("KEEL_CUDA_ATTN_DECODE");
+  return on;
+}
+
+// Decode items: one per (sequence with a new token, kv head), the whole group each. Splits: the count
+// up to max_splits whose blocks fill whole waves best (resident blocks per SM x SMs), with
+// splits x items x group <= 64 x SMs (the merge scratch's bound, cuda_ops.cc) and each split at least
+// kAttnDecodeSplitKeys keys. fixed_grid: the grid takes the count found without the key limit (the
+// items alone), the split length stays the one with it, so a graph step computes what an eager step
+// does (the extra splits are empty and add zeros in the merge).
+void plan_decode(const AttentionParams& p, int n_kv, int group, int n_sm, bool fixed_grid, AttentionPlan& plan) {
+  int max_keys = 0;
+  for (size_t s = 0; s < p.seqs.size(); ++s) {
+    const AttnSeq& sq = p.seqs[s];
+    if (sq.n_q == 0) continue;
+    max_keys = std::max(max_keys, static_cast<int>(sq.ctx_slots.size()));
+    for (int kvh = 0; kvh < n_kv; ++kvh) plan.items.push_back({static_cast<int32_t>(s), kvh, 0, 1, 0, group});
+  }
+  plan.decode = true;
+  const auto n_items = static_cast<int64_t>(plan.items.size());
+  const auto wave = static_cast<double>(attention_decode_blocks_per_sm(group)) * n_sm;
+  const int64_t by_scratch = n_items > 0 ? std::max<int64_t>(1, 64LL * n_sm / (n_items * group)) : 1;
+  // The first count of [1, max_splits] with the best wave fill: the search over a shorter range never
+  // ends above the one over a longer range.
+  auto best_splits = [&](int64_t max_splits) {
+    int best = 1;
+    double best_fill = 0;
+    for (int64_t s = 1; s <= max_splits; ++s) {
+      const double waves = static_cast<double>(n_items * s) / wave;
+      const double fill = waves / std::ceil(waves);
+      if (fill > best_fill + 1e-3) {
+        best_fill = fill;
+        best = static_cast<int>(s);
+      }
+    }
+    return best;
+  };
+  const int splits = best_splits(std::min<int64_t>(by_scratch, std::max(1, max_keys / kAttnDecodeSplitKeys)));
+  const int unit = kAttnDecodeSplitKeys;
+  const int per_split = (max_keys + splits - 1) / splits;
+  plan.split_len = std::max(unit, (per_split + unit - 1) / unit * unit);
+  plan.n_splits = std::max(1, (max_keys + plan.split_len - 1) / plan.split_len);
+  plan.grid_splits = fixed_grid ? std::max(best_splits(by_scratch), plan.n_splits) : plan.n_splits;
 }
 
 // Tensor-core items: kAttnTcRows / group tokens x the whole group each; the longest key ranges first,
@@ -51,6 +99,12 @@ void plan_attention(const AttentionParams& p, int n_heads, int n_kv, int head_di
   plan.items.clear();
   plan.n_splits = 1;
   plan.tensor_cores = false;
+  plan.decode = false;
+  if (bf16 && attention_decode_supports(n_heads, n_kv, head_dim) && decode_enabled() &&
+      std::all_of(p.seqs.begin(), p.seqs.end(), [](const AttnSeq& sq) { return sq.n_q <= 1; })) {
+    plan_decode(p, n_kv, n_heads / n_kv, n_sm, fixed_grid, plan);
+    return;
+  }
   if (bf16 && !fixed_grid && attention_tc_supports(n_heads, n_kv, head_dim) && tc_enabled()) {
     const bool prefill = std::any_of(p.seqs.begin(), p.seqs.end(),
                                      [](const AttnSeq& sq) { return sq.n_q >= kAttnTcMinTokens; });

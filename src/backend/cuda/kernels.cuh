@@ -82,6 +82,7 @@ struct AttnLaunch {
   float* partial_acc;  // [n_splits, n_tokens * n_heads, head_dim] when n_splits > 1
   float* partial_ml;   // [n_splits, n_tokens * n_heads, 2] running max and sum
   bool tensor_cores;   // items planned for the tensor-core prefill kernel (attention_tc.h)
+  bool decode;         // items planned for the decode kernel (attention_decode.h)
 };
 void launch_attention(const AttnLaunch& p, ActType t, cudaStream_t s);
 // Shared memory the attention kernel needs above the 48 KiB default (set once at start-up).

@@ -1,0 +1,277 @@
+// Decode attention over the token-granular KV pool: one query token per sequence, so the work is a
+// stream of K/V rows (page size 1: each key's row is found through the sequence's slot list) with
+// little arithmetic per byte, and the kernel is built to keep HBM busy:
+// - a block (4 warps) runs one (sequence, kv head, key range); each K/V row is read once and serves
+//   all G query heads of the group (their q rows live in registers);
+// - a row is read by HD / 8 lanes, 16 bytes each, so a warp covers 32 / (HD / 8) keys per step; each
+//   warp takes batches of kUnroll steps in turn and copies them with cp.async into its own ring of
+//   kStages batches in shared memory (kStages - 1 batches in flight while one is computed; the slot
+//   ids of the batch after next are loaded while this one is computed);
+// - scores: 8 FMAs per lane and head, summed over the row's lanes with shuffles; the online softmax
+//   works in the log2 domain (q pre-scaled by scale * log2 e, exp2f) once per batch; acc += p * v in
+//   f32 on CUDA cores (why not tensor cores: docs/cuda_backend.md);
+// - the 4 warps' (m, l, acc) merge through shared memory; with several splits the block writes a
+//   partial (acc, max in natural-log units, sum) and launch_attention_combine merges them.
+#include <cfloat>
+#include <cmath>
+#include <utility>
+
+#include "backend/cuda/attention_decode.h"
+#include "backend/cuda/dtype_util.cuh"
+#include "backend/cuda/launch_check.h"
+
+namespace keel::backend::cuda {
+namespace {
+
+constexpr int kWarps = 4;
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+
+template <int HD, int G>
+struct DecodeCfg {
+  static constexpr int kLanesPerKey = HD / 8;              // 16-byte pieces of a row
+  static constexpr int kKeysPerStep = 32 / kLanesPerKey;   // keys a warp reads per load instruction
+  static constexpr int kUnroll = G <= 4 ? 4 : 2;           // steps per batch (registers: G x 16 floats)
+  static constexpr int kBatchKeys = kKeysPerStep * kUnroll;
+  static constexpr int kStages = 3;                        // batches in flight per warp (cp.async ring)
+  // Per warp: kStages x (K and V) x kUnroll x 32 lanes x 16 bytes; reused for the warps' merge.
+  static constexpr size_t kSmem = static_cast<size_t>(kWarps) * kStages * 2 * kUnroll * 32 * sizeof(uint4);
+  static_assert(kSmem >= sizeof(float) * kWarps * G * HD, "the merge reuses the ring");
+};
+
+__device__ __forceinline__ void bf16x8(const uint4& raw, float* f) {
+  const uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    f[2 * i] = __uint_as_float(w[i] << 16);
+    f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+  }
+}
+
+// 16 bytes global -> shared without registers; zero-filled (nothing read) when !valid.
+__device__ __forceinline__ void cp_async16(uint4* dst, const void* src, bool valid) {
+  const auto d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(valid ? 16 : 0) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+template <int HD, int G>
+__global__ void __launch_bounds__(kWarps * 32, attention_decode_blocks_per_sm(G)) attention_decode_kernel(AttnLaunch p) {
+  using C = DecodeCfg<HD, G>;
+  constexpr int L = C::kLanesPerKey, KS = C::kKeysPerStep, U = C::kUnroll, B = C::kBatchKeys, S = C::kStages;
+  extern __shared__ uint4 ring[];
+  __shared__ float m_s[kWarps][G], l_s[kWarps][G];
+
+  const AttnItem it = p.items[blockIdx.x];
+  const AttnSeqDev sq = p.seqs[it.seq];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int sub = lane / L, dl = lane % L;
+  const int split_len = p.split_len_dev != nullptr ? *p.split_len_dev : p.split_len;
+  const int key_begin = blockIdx.y * split_len;
+  const int key_end = min(sq.n_ctx, key_begin + split_len);  // empty for splits past the context
+  const int64_t token = sq.q_begin;
+  const int head0 = it.kv_head * G;
+
+  float q[G][8];
+  const auto* qp = static_cast<const __nv_bfloat16*>(p.q) + (token * p.n_heads + head0) * HD + dl * 8;
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+    bf16x8(*reinterpret_cast<const uint4*>(qp + g * HD), q[g]);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) q[g][e] *= p.scale * kLog2e;
+  }
+  float acc[G][8], m[G], l[G];
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+    m[g] = -INFINITY;
+    l[g] = 0.0f;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) acc[g][e] = 0.0f;
+  }
+
+  // Batch b of this warp: keys first + b * stride + [0, B); its K/V pieces go to ring stage b % S,
+  // each lane's own 16 bytes (a lane reads back only what it copied: no barrier needed).
+  const int64_t row_stride = static_cast<int64_t>(p.n_kv) * HD;
+  const auto* kc = static_cast<const __nv_bfloat16*>(p.k_cache) + it.kv_head * HD + dl * 8;
+  const auto* vc = static_cast<const __nv_bfloat16*>(p.v_cache) + it.kv_head * HD + dl * 8;
+  uint4* my = ring + static_cast<size_t>(warp) * S * 2 * U * 32 + lane;
+  const int first = key_begin + warp * B, stride = kWarps * B;
+  auto slots_of = [&](int base, int* slot) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int key = base + u * KS + sub;
+      slot[u] = key < key_end ? sq.ctx[key] : -1;
+    }
+  };
+  auto issue = [&](int stage, const int* slot) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t off = static_cast<int64_t>(max(slot[u], 0)) * row_stride;
+      cp_async16(my + (stage * 2 * U + u) * 32, kc + off, slot[u] >= 0);
+      cp_async16(my + (stage * 2 * U + U + u) * 32, vc + off, slot[u] >= 0);
+    }
+    cp_async_commit();
+  };
+  int slot[U];
+#pragma unroll
+  for (int st = 0; st < S - 1; ++st) {
+    slots_of(first + st * stride, slot);
+    issue(st, slot);
+  }
+  slots_of(first + (S - 1) * stride, slot);  // the batch issued in the first iteration
+  int b = 0;
+  for (int base = first; base < key_end; base += stride, ++b) {
+    issue((b + S - 1) % S, slot);  // batch b + S - 1 (zero-filled, no reads, past the range)
+    slots_of(base + S * stride, slot);
+    cp_async_wait<S - 1>();        // batch b has landed
+    const uint4* stage = my + (b % S) * 2 * U * 32;
+    // Scores of the batch's keys for every head; out-of-range keys are -inf.
+    float s[U][G];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      float kf[8];
+      bf16x8(stage[u * 32], kf);
+      const bool valid = base + u * KS + sub < key_end;
+#pragma unroll
+      for (int g = 0; g < G; ++g) {
+        float d = 0.0f;
+#pragma unroll
+        for (int e = 0; e < 8; ++e) d = fmaf(q[g][e], kf[e], d);
+#pragma unroll
+        for (int o = L / 2; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);
+        s[u][g] = valid ? d : -INFINITY;
+      }
+    }
+    // One max per head for the whole batch (all lanes agree); key base + 0 is in range, so it is finite.
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+      float mx = s[0][g];
+#pragma unroll
+      for (int u = 1; u < U; ++u) mx = fmaxf(mx, s[u][g]);
+#pragma unroll
+      for (int o = L; o < 32; o <<= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+      const float m_new = fmaxf(m[g], mx);
+      const float corr = exp2f(m[g] - m_new);
+      m[g] = m_new;
+      l[g] *= corr;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) acc[g][e] *= corr;
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      float vf[8];
+      bf16x8(stage[(U + u) * 32], vf);
+#pragma unroll
+      for (int g = 0; g < G; ++g) {
+        const float pj = exp2f(s[u][g] - m[g]);
+        l[g] += pj;
+#pragma unroll
+        for (int e = 0; e < 8; ++e) acc[g][e] = fmaf(pj, vf[e], acc[g][e]);
+      }
+    }
+  }
+  cp_async_wait<0>();  // the zero-filled batches past the range, before the ring is reused
+  __syncthreads();
+  auto* acc_s = reinterpret_cast<float(*)[G][HD]>(ring);  // [kWarps][G][HD]
+
+  // The warp's key groups (sub) share m: their sums add.
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+#pragma unroll
+    for (int o = L; o < 32; o <<= 1) {
+      l[g] += __shfl_xor_sync(0xffffffffu, l[g], o);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) acc[g][e] += __shfl_xor_sync(0xffffffffu, acc[g][e], o);
+    }
+    if (sub == 0) {
+#pragma unroll
+      for (int e = 0; e < 8; ++e) acc_s[warp][g][dl * 8 + e] = acc[g][e];
+    }
+    if (lane == 0) {
+      m_s[warp][g] = m[g];
+      l_s[warp][g] = l[g];
+    }
+  }
+  __syncthreads();
+
+  const int64_t n_rows_total = p.n_tokens * p.n_heads;
+  for (int idx = threadIdx.x; idx < G * HD; idx += blockDim.x) {
+    const int g = idx / HD, d = idx % HD;
+    float mx = m_s[0][g];
+#pragma unroll
+    for (int w = 1; w < kWarps; ++w) mx = fmaxf(mx, m_s[w][g]);
+    float sum = 0.0f, o = 0.0f;
+    if (mx != -INFINITY) {  // else no key in this range: sum 0, o 0
+#pragma unroll
+      for (int w = 0; w < kWarps; ++w) {
+        const float f = exp2f(m_s[w][g] - mx);
+        sum += l_s[w][g] * f;
+        o += acc_s[w][g][d] * f;
+      }
+    }
+    const int64_t row = token * p.n_heads + head0 + g;
+    if (p.n_splits == 1) {
+      // o * (1 / sum) as in the merge, so a graph step (more, empty, splits) matches an eager one bitwise.
+      const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+      store_f(static_cast<__nv_bfloat16*>(p.out), row * HD + d, o * inv);
+    } else {
+      const int64_t prow = blockIdx.y * n_rows_total + row;
+      p.partial_acc[prow * HD + d] = o;
+      if (d == 0) {
+        p.partial_ml[2 * prow] = sum > 0.0f ? mx * kLn2 : -FLT_MAX;
+        p.partial_ml[2 * prow + 1] = sum;
+      }
+    }
+  }
+}
+
+template <int HD, int G>
+void launch_hd_group(const AttnLaunch& p, cudaStream_t s) {
+  const dim3 grid(static_cast<unsigned>(p.n_items), static_cast<unsigned>(p.n_splits));
+  attention_decode_kernel<HD, G><<<grid, kWarps * 32, DecodeCfg<HD, G>::kSmem, s>>>(p);
+  KEEL_CUDA_LAUNCHED();
+}
+
+template <int HD, int... Gs>
+void allow_smem(std::integer_sequence<int, Gs...>) {
+  (cudaFuncSetAttribute(attention_decode_kernel<HD, Gs + 1>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                        static_cast<int>(DecodeCfg<HD, Gs + 1>::kSmem)),
+   ...);
+  KEEL_CUDA_LAUNCHED();
+}
+
+template <int HD>
+void launch_hd(const AttnLaunch& p, cudaStream_t s) {
+  switch (p.n_heads / p.n_kv) {
+    case 1: launch_hd_group<HD, 1>(p, s); break;
+    case 2: launch_hd_group<HD, 2>(p, s); break;
+    case 3: launch_hd_group<HD, 3>(p, s); break;
+    case 4: launch_hd_group<HD, 4>(p, s); break;
+    case 5: launch_hd_group<HD, 5>(p, s); break;
+    case 6: launch_hd_group<HD, 6>(p, s); break;
+    case 7: launch_hd_group<HD, 7>(p, s); break;
+    default: launch_hd_group<HD, 8>(p, s); break;
+  }
+}
+
+}  // namespace
+
+void attention_decode_set_smem_limits() {
+  allow_smem<64>(std::make_integer_sequence<int, kAttnDecodeMaxGroup>{});
+  allow_smem<128>(std::make_integer_sequence<int, kAttnDecodeMaxGroup>{});
+}
+
+void launch_attention_decode(const AttnLaunch& p, cudaStream_t s) {
+  if (p.head_dim == 64) {
+    launch_hd<64>(p, s);
+  } else {
+    launch_hd<128>(p, s);
+  }
+  if (p.n_splits > 1) launch_attention_combine(p, ActType::kBF16, s);
+}
+
+}  // namespace keel::backend::cuda
