@@ -4,7 +4,8 @@
 // / measured bf16 GEMM rate), both passed in from shared/GPU.md's measurements.
 // Usage: keel_cuda_bench CONFIG_DIR [decode_ctx=512] [prefill_batch=8] [prefill_len=2048] [batch=64]
 //                        [phases=d1,pf,dB,dS]   (d1: batch-1 decode, pf: prefill, dB: batched decode,
-//                        dS: decode steps of 1 and batch sequences sampled on the device vs logits to the host)
+//                        dS: decode steps of 1 and batch sequences sampled on the device vs logits to the host,
+//                        dO: the same greedy steps back to back, synchronous vs overlapped (docs/scheduler.md))
 // Decode phases run twice: eagerly (KEEL_CUDA_GRAPHS=0) and as CUDA graph replays; the first graph
 // step of a batch size (eager step + capture + instantiate) is timed on its own.
 // With KEEL_CUDA_PROFILE=1 the backend prints per-op GPU time at exit (run one phase for a breakdown;
@@ -69,6 +70,37 @@ double time_forward_sampled(keel::model::Model& m, keel::model::KvStorage& kv, c
   }
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];
+}
+
+// Seconds per step of `reps` greedy decode steps of b sampled on the device, back to back (after 2
+// untimed): synchronous (forward, sample_rows and wait for the ids) or overlapped as keel serve does it
+// (the next forward is queued with its ids taken on the device from the last sampling, Batch::
+// from_sampled, then the last sampling's ids are read, then this step's sampling is queued).
+double time_decode_loop(keel::model::Model& m, keel::model::KvStorage& kv, const Batch& b, int reps, bool overlap) {
+  keel::backend::Backend& be = m.backend();
+  std::vector<keel::backend::DeviceSampleRow> rows;
+  for (size_t r = 0; r < b.logit_rows.size(); ++r) rows.push_back({.logit_row = static_cast<int32_t>(r), .temperature = 0});
+  Batch fed = b;  // every sequence's next input is its own last sampled token
+  for (size_t i = 0; i < fed.tokens.size(); ++i) fed.from_sampled.push_back(static_cast<int32_t>(i));
+  std::vector<int32_t> tokens(rows.size());
+  auto t0 = Clock::now();
+  for (int r = 0; r < reps + 2; ++r) {
+    if (r == 2) t0 = Clock::now();
+    auto lg = m.forward_on_device(overlap && r > 0 ? fed : b, kv);
+    if (!lg.ok()) {
+      std::fprintf(stderr, "forward: %s\n", lg.status().to_string().c_str());
+      std::exit(1);
+    }
+    if (!overlap) {
+      be.sample_rows(*lg, {.rows = rows}, tokens);
+      continue;
+    }
+    if (r > 0) be.wait_sampled(tokens);
+    be.sample_rows_async(*lg, {.rows = rows});
+  }
+  if (overlap) be.wait_sampled(tokens);
+  be.synchronize();
+  return std::chrono::duration<double>(Clock::now() - t0).count() / reps;
 }
 
 // Median seconds of `reps` forwards of b (after `warm` untimed ones).
@@ -170,6 +202,18 @@ int main(int argc, char** argv) {
         const double th = time_forward(m, kv, b, 20);
         std::printf("decode bs=%d ctx=1024 graph, sampled on the device (T %.1f, top_p %.1f): %.3f ms/step, %.0f tok/s "
                     "(logits to the host: %.3f ms/step)\n", n, t, p, ts * 1e3, n / ts, th * 1e3);
+      }
+    }
+  }
+  // Decode steps (graphs, greedy, sampled on the device) back to back, synchronous vs overlapped.
+  if (phases.find("dO") != std::string::npos) {
+    setenv("KEEL_CUDA_GRAPHS", "1", 1);
+    for (const int n : {1, batch}) {
+      const Batch b = make_batch(n, 1024, 1, stride);
+      for (const bool overlap : {false, true}) {
+        const double ts = time_decode_loop(m, kv, b, 100, overlap);
+        std::printf("decode bs=%d ctx=1024 graph, sampled on the device, %s: %.3f ms/step, %.0f tok/s\n", n,
+                    overlap ? "overlapped" : "synchronous", ts * 1e3, n / ts);
       }
     }
   }
