@@ -96,10 +96,10 @@ void StepTimer::report() {
       busy_sum += busy_ms_[i];
     }
     std::fprintf(stderr,
-                 "[cuda steps] %s: %zu steps, GPU time per step median %.3f ms, GPU idle between steps median "
-                 "%.3f ms (mean %.3f ms), idle %.1f%% of the GPU's wall time\n",
-                 phase_.c_str(), busy_ms_.size(), b, g, gap_sum / static_cast<double>(gap_ms_.size()),
-                 100.0 * gap_sum / (gap_sum + busy_sum));
+                 "[cuda steps] %s: %zu steps, GPU time per step median %.3f ms (mean %.3f ms), GPU idle between "
+                 "steps median %.3f ms (mean %.3f ms), idle %.1f%% of the GPU's wall time\n",
+                 phase_.c_str(), busy_ms_.size(), b, busy_sum / static_cast<double>(busy_ms_.size()), g,
+                 gap_sum / static_cast<double>(gap_ms_.size()), 100.0 * gap_sum / (gap_sum + busy_sum));
   }
   busy_ms_.clear();
   gap_ms_.clear();
