@@ -3,7 +3,7 @@
 // bandwidth roofline (weight bytes / measured HBM bandwidth) and the GEMM ceiling (2 * params * tokens
 // / measured bf16 GEMM rate), both passed in from shared/GPU.md's measurements.
 // Usage: keel_cuda_bench CONFIG_DIR [decode_ctx=512] [prefill_batch=8] [prefill_len=2048] [batch=64]
-//                        [phases=d1,pf,dB,dS]   (d1: batch-1 decode, pf: prefill, dB: batched decode,
+//                        [phases=d1,pf,dB,dS,dO]   (d1: batch-1 decode, pf: prefill, dB: batched decode,
 //                        dS: decode steps of 1 and batch sequences sampled on the device vs logits to the host,
 //                        dO: the same greedy steps back to back, synchronous vs overlapped (docs/scheduler.md))
 // Decode phases run twice: eagerly (KEEL_CUDA_GRAPHS=0) and as CUDA graph replays; the first graph
@@ -130,7 +130,7 @@ int main(int argc, char** argv) {
   const int pf_batch = argc > 3 ? std::atoi(argv[3]) : 8;
   const int pf_len = argc > 4 ? std::atoi(argv[4]) : 2048;
   const int batch = argc > 5 ? std::atoi(argv[5]) : 64;
-  const std::string phases = argc > 6 ? argv[6] : "d1,pf,dB,dS";
+  const std::string phases = argc > 6 ? argv[6] : "d1,pf,dB,dS,dO";
   const auto t0 = Clock::now();
   auto loaded = keel::model::load_model({.path = argv[1], .backend = "cuda", .dummy_weights = true});
   if (!loaded.ok()) {
