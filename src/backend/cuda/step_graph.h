@@ -62,8 +62,10 @@ class StepTimer {
   StepTimer& operator=(const StepTimer&) = delete;
   bool enabled() const { return enabled_; }
   // Around the work of one step on the stream. A new phase name prints the previous phase's summary.
+  // restart() moves the step's start (a graph replay: after the host's launch-argument check);
   // end() may be called again (after the step's sampling) to move the step's end.
   void begin(const std::string& phase);
+  void restart();
   void end();
   void note(const std::string& line);  // printed with the phase summary (e.g. capture times)
 
