@@ -41,4 +41,4 @@ kill -TERM $SERVE; wait $SERVE
 echo "re-captures after start-up: $(grep -c "captured again" "$OUT/serve_8b.log")"
 grep -E "cuda steps" "$OUT/serve_8b.log" | tail -12
 # With KEEL_CUDA_STEP_TIMES=1: steps, GPU time and GPU idle between steps per phase, summed over the run.
-grep -q "cuda steps" "$OUT/serve_8b.log" && python3 "$(dirname "$0")/steps_summary.py" "$OUT/serve_8b.log"
+if grep -q "cuda steps" "$OUT/serve_8b.log"; then python3 "$(dirname "$0")/steps_summary.py" "$OUT/serve_8b.log"; fi
