@@ -3,9 +3,10 @@
 // bandwidth roofline (weight bytes / measured HBM bandwidth) and the GEMM ceiling (2 * params * tokens
 // / measured bf16 GEMM rate), both passed in from shared/GPU.md's measurements.
 // Usage: keel_cuda_bench CONFIG_DIR [decode_ctx=512] [prefill_batch=8] [prefill_len=2048] [batch=64]
-//                        [phases=d1,pf,dB,dS] [batch_ctx=1024]   (d1: batch-1 decode, pf: prefill, dB: batched
-//                        decode at batch_ctx cached tokens, dS: decode steps of 1 and batch sequences sampled on
-//                        the device vs logits to the host)
+//                        [phases=d1,pf,dB,dS,dO] [batch_ctx=1024]   (d1: batch-1 decode, pf: prefill, dB:
+//                        batched decode at batch_ctx cached tokens, dS: decode steps of 1 and batch sequences
+//                        sampled on the device vs logits to the host, dO: the same greedy steps back to back,
+//                        synchronous vs overlapped (docs/scheduler.md))
 // Decode phases run twice: eagerly (KEEL_CUDA_GRAPHS=0) and as CUDA graph replays; the first graph
 // step of a batch size (eager step + capture + instantiate) is timed on its own.
 // With KEEL_CUDA_PROFILE=1 the backend prints per-op GPU time at exit (run one phase for a breakdown;
@@ -72,6 +73,37 @@ double time_forward_sampled(keel::model::Model& m, keel::model::KvStorage& kv, c
   return times[times.size() / 2];
 }
 
+// Seconds per step of `reps` greedy decode steps of b sampled on the device, back to back (after 2
+// untimed): synchronous (forward, sample_rows and wait for the ids) or overlapped as keel serve does it
+// (the next forward is queued with its ids taken on the device from the last sampling, Batch::
+// from_sampled, then the last sampling's ids are read, then this step's sampling is queued).
+double time_decode_loop(keel::model::Model& m, keel::model::KvStorage& kv, const Batch& b, int reps, bool overlap) {
+  keel::backend::Backend& be = m.backend();
+  std::vector<keel::backend::DeviceSampleRow> rows;
+  for (size_t r = 0; r < b.logit_rows.size(); ++r) rows.push_back({.logit_row = static_cast<int32_t>(r), .temperature = 0});
+  Batch fed = b;  // every sequence's next input is its own last sampled token
+  for (size_t i = 0; i < fed.tokens.size(); ++i) fed.from_sampled.push_back(static_cast<int32_t>(i));
+  std::vector<int32_t> tokens(rows.size());
+  auto t0 = Clock::now();
+  for (int r = 0; r < reps + 2; ++r) {
+    if (r == 2) t0 = Clock::now();
+    auto lg = m.forward_on_device(overlap && r > 0 ? fed : b, kv);
+    if (!lg.ok()) {
+      std::fprintf(stderr, "forward: %s\n", lg.status().to_string().c_str());
+      std::exit(1);
+    }
+    if (!overlap) {
+      be.sample_rows(*lg, {.rows = rows}, tokens);
+      continue;
+    }
+    if (r > 0) be.wait_sampled(tokens);
+    be.sample_rows_async(*lg, {.rows = rows});
+  }
+  if (overlap) be.wait_sampled(tokens);
+  be.synchronize();
+  return std::chrono::duration<double>(Clock::now() - t0).count() / reps;
+}
+
 // Median seconds of `reps` forwards of b (after `warm` untimed ones).
 double time_forward(keel::model::Model& m, keel::model::KvStorage& kv, const Batch& b, int reps, int warm = 2) {
   std::vector<float> logits(b.logit_rows.size() * static_cast<size_t>(m.config().vocab_size));
@@ -99,7 +131,7 @@ int main(int argc, char** argv) {
   const int pf_batch = argc > 3 ? std::atoi(argv[3]) : 8;
   const int pf_len = argc > 4 ? std::atoi(argv[4]) : 2048;
   const int batch = argc > 5 ? std::atoi(argv[5]) : 64;
-  const std::string phases = argc > 6 ? argv[6] : "d1,pf,dB,dS";
+  const std::string phases = argc > 6 ? argv[6] : "d1,pf,dB,dS,dO";
   const int batch_ctx = argc > 7 ? std::atoi(argv[7]) : 1024;
   const auto t0 = Clock::now();
   auto loaded = keel::model::load_model({.path = argv[1], .backend = "cuda", .dummy_weights = true});
@@ -172,6 +204,18 @@ int main(int argc, char** argv) {
         const double th = time_forward(m, kv, b, 20);
         std::printf("decode bs=%d ctx=%d graph, sampled on the device (T %.1f, top_p %.1f): %.3f ms/step, %.0f tok/s "
                     "(logits to the host: %.3f ms/step)\n", n, batch_ctx, t, p, ts * 1e3, n / ts, th * 1e3);
+      }
+    }
+  }
+  // Decode steps (graphs, greedy, sampled on the device) back to back, synchronous vs overlapped.
+  if (phases.find("dO") != std::string::npos) {
+    setenv("KEEL_CUDA_GRAPHS", "1", 1);
+    for (const int n : {1, batch}) {
+      const Batch b = make_batch(n, batch_ctx, 1, stride);
+      for (const bool overlap : {false, true}) {
+        const double ts = time_decode_loop(m, kv, b, 100, overlap);
+        std::printf("decode bs=%d ctx=%d graph, sampled on the device, %s: %.3f ms/step, %.0f tok/s\n", n, batch_ctx,
+                    overlap ? "overlapped" : "synchronous", ts * 1e3, n / ts);
       }
     }
   }

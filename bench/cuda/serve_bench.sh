@@ -7,6 +7,7 @@
 # - TTFT of a ~4,000-token prompt uncached (distinct prompts, one at a time) and with its prefix cached
 #   (one shared 4,000-word system prompt, an 8-word question each; the first request fills the cache).
 # usage: bench/cuda/serve_bench.sh KEEL_BINARY TOKENIZER_JSON OUT_DIR [c64 c256 ttft]
+# (KEEL_OVERLAP=0 in the environment: the server without overlap scheduling, for before/after.)
 set -uo pipefail
 KEEL=$1 TOKJ=$2 OUT=$3
 PARTS="${4:-c64 c256 ttft}"
@@ -39,3 +40,5 @@ fi
 kill -TERM $SERVE; wait $SERVE
 echo "re-captures after start-up: $(grep -c "captured again" "$OUT/serve_8b.log")"
 grep -E "cuda steps" "$OUT/serve_8b.log" | tail -12
+# With KEEL_CUDA_STEP_TIMES=1: steps, GPU time and GPU idle between steps per phase, summed over the run.
+if grep -q "cuda steps" "$OUT/serve_8b.log"; then python3 "$(dirname "$0")/steps_summary.py" "$OUT/serve_8b.log"; fi

@@ -186,6 +186,25 @@ class Backend {
   virtual void sample_rows(const Tensor& /*logits*/, const DeviceSampleInput& /*in*/, std::span<int32_t> /*tokens*/) {
     KEEL_CHECK(false, "backend {} does not sample on the device", name());
   }
+
+  // Overlap scheduling (cuda; docs/scheduler.md "Overlap"). sample_rows_async(logits, in): sample_rows'
+  // work queued on the device and nothing waited for: the token ids stay in a fixed device buffer
+  // (read by the next forward through embed_sampled) and are copied to pinned host memory behind an
+  // event. wait_sampled(tokens): waits for that copy and returns the ids of the last sample_rows_async
+  // (tokens.size() == its rows); each async sampling is read exactly once, before the next one.
+  // embed_sampled: like embed, but where from_sampled[i] >= 0 the id is row from_sampled[i] of the last
+  // sample_rows_async output, read on the device (ids[i] is then ignored).
+  virtual bool can_sample_async() const { return false; }
+  virtual void sample_rows_async(const Tensor& /*logits*/, const DeviceSampleInput& /*in*/) {
+    KEEL_CHECK(false, "backend {} does not sample asynchronously", name());
+  }
+  virtual void wait_sampled(std::span<int32_t> /*tokens*/) {
+    KEEL_CHECK(false, "backend {} does not sample asynchronously", name());
+  }
+  virtual void embed_sampled(const Tensor& /*table*/, std::span<const int32_t> /*ids*/,
+                             std::span<const int32_t> /*from_sampled*/, Tensor& /*out*/) {
+    KEEL_CHECK(false, "backend {} does not embed sampled tokens on the device", name());
+  }
 };
 
 // Backends by name: "cpu" (always), "cuda" (when built with KEEL_CUDA and a device is present).

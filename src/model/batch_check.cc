@@ -47,6 +47,15 @@ Status validate_batch(const Batch& b, int64_t vocab_size, int64_t n_slots) {
     return make_error(ErrorCode::kInvalidArgument, "batch has {} tokens, {} positions, {} slots", n,
                       b.positions.size(), b.slots.size());
   }
+  if (!b.from_sampled.empty() && b.from_sampled.size() != n) {
+    return make_error(ErrorCode::kInvalidArgument, "batch has {} tokens, {} from_sampled entries", n,
+                      b.from_sampled.size());
+  }
+  for (size_t i = 0; i < b.from_sampled.size(); ++i) {
+    if (b.from_sampled[i] < -1) {
+      return make_error(ErrorCode::kInvalidArgument, "batch from_sampled {} = {} is below -1", i, b.from_sampled[i]);
+    }
+  }
   for (size_t i = 0; i < n; ++i) {
     if (b.tokens[i] < 0 || b.tokens[i] >= vocab_size) {
       return make_error(ErrorCode::kInvalidArgument, "batch token {} = {} outside the vocabulary of {}", i,

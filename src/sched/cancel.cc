@@ -14,10 +14,11 @@ void Scheduler::end_request(RequestId id, FinishReason reason, std::string_view 
   std::vector<int32_t> n_generated(g.finished.size(), 0);
   for (SeqId sid : g.live) {
     Sequence& s = seq(sid);
-    if (s.state == SeqState::kRunning) {
+    // By membership, not state: under overlap a sample that just finished may still be in either list.
+    if (std::find(running_.begin(), running_.end(), sid) != running_.end()) {
       drop_kv(s);
       remove_running(sid);
-    } else if (s.state == SeqState::kWaiting) {
+    } else {
       std::erase(waiting_, sid);
     }
     n_generated[static_cast<size_t>(s.index)] = s.n_generated;

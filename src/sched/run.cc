@@ -20,7 +20,16 @@ Status Scheduler::run(const StepPlan& plan) {
     device_sampling_ = false;  // a model without the device path: sample on the host from now on
   }
   logits_.resize(plan.batch.logit_rows.size() * static_cast<size_t>(n_vocab_));
-  return model_.forward(plan.batch, kv_, logits_);
+  if (plan.batch.from_sampled.empty()) return model_.forward(plan.batch, kv_, logits_);
+  // Overlap with host sampling: the tokens in flight are known, put them in.
+  KEEL_CHECK(in_flight_ && !in_flight_->on_device, "a batch takes sampled tokens but none are on the host");
+  model::Batch b = plan.batch;
+  for (size_t i = 0; i < b.from_sampled.size(); ++i) {
+    const int32_t k = b.from_sampled[i];
+    if (k >= 0) b.tokens[i] = in_flight_->rows.at(static_cast<size_t>(k)).token;
+  }
+  b.from_sampled.clear();
+  return model_.forward(b, kv_, logits_);
 }
 
 void Scheduler::commit(const StepPlan& plan) {

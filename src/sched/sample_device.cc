@@ -4,6 +4,8 @@
 // grammar the allowed-token bitmask (constrained rows only); Backend::sample_rows returns the token
 // ids. Requests that ask for log-probabilities get their raw row copied back (OpenAI reports them
 // before processors), as on the host path. Same tokens as the host sampler (tests/gpu/sample_test.cc).
+// device_rows builds the rows; sample_on_device samples them and waits, launch_sampling (overlap.cc)
+// leaves them in flight.
 #include <bit>
 #include <unordered_map>
 
@@ -53,15 +55,15 @@ void add_procs(const Sequence& s, int64_t n_vocab, std::vector<backend::DeviceSa
 
 }  // namespace
 
-std::vector<SampledToken> Scheduler::sample_on_device(const StepPlan& plan,
-                                                      const std::vector<std::vector<SeqId>>& row_seqs) {
+std::vector<SampledToken> Scheduler::device_rows(const std::vector<std::vector<SeqId>>& row_seqs,
+                                                 std::vector<size_t>& out_of_row) {
   std::vector<SampledToken> out;
-  std::vector<size_t> out_of_row;  // out index of each device row
+  out_of_row.clear();
   dev_rows_.clear();
   dev_procs_.clear();
   dev_masks_.clear();
   const size_t words = sample::mask_words(n_vocab_);
-  for (size_t r = 0; r < plan.row_seq.size(); ++r) {
+  for (size_t r = 0; r < row_seqs.size(); ++r) {
     for (SeqId id : row_seqs[r]) {
       Sequence& s = seq(id);
       const sample::SamplingParams& p = s.params;
@@ -100,6 +102,12 @@ std::vector<SampledToken> Scheduler::sample_on_device(const StepPlan& plan,
       dev_rows_.push_back(d);
     }
   }
+  return out;
+}
+
+std::vector<SampledToken> Scheduler::sample_on_device(const std::vector<std::vector<SeqId>>& row_seqs) {
+  std::vector<size_t> out_of_row;  // out index of each device row
+  std::vector<SampledToken> out = device_rows(row_seqs, out_of_row);
   backend::Backend& be = model_.backend();
   if (dev_rows_.empty()) {
     be.synchronize();  // the step's work (KV writes) is done before the scheduler goes on

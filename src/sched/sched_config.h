@@ -37,6 +37,12 @@ struct SchedConfig {
   // whatever it shares). prefix_wait_max_steps = 0 turns the wait off.
   int32_t prefix_wait_min_tokens = 64;
   int32_t prefix_wait_max_steps = 16;
+  // Overlap scheduling (docs/scheduler.md "Overlap"): step N+1 is planned and launched before step N's
+  // sampled tokens are read, so the device never waits for the host between steps. Takes effect on a
+  // backend that samples asynchronously (cuda); KEEL_OVERLAP=0 in the environment also turns it off.
+  // overlap_on_host runs the same lagged bookkeeping with host sampling (the CPU backend; for tests).
+  bool overlap = true;
+  bool overlap_on_host = false;
 
   // Rejects out-of-range values with a message naming the field. max_batch_tokens must cover one
   // decode token for every running sequence, so a long prompt never stalls a running stream.

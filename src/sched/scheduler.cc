@@ -1,6 +1,8 @@
 #include "sched/scheduler.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string_view>
 
 #include "base/clock.h"
 #include "base/log.h"
@@ -28,7 +30,11 @@ Result<std::unique_ptr<Scheduler>> Scheduler::create(const SchedulerParams& para
     KEEL_LOG_INFO("captured {} decode-step graphs (batch sizes up to {}) in {:.0f} ms", n_graphs,
                   params.config.max_running, static_cast<double>(now_us() - t0) / 1e3);
   }
-  return std::unique_ptr<Scheduler>(new Scheduler(params, n_ctx, std::move(kv)));
+  auto sched = std::unique_ptr<Scheduler>(new Scheduler(params, n_ctx, std::move(kv)));
+  if (params.model->backend().can_sample_async()) {
+    KEEL_LOG_INFO("overlap scheduling {}", sched->overlap_ ? "on" : "off (--no-overlap or KEEL_OVERLAP=0)");
+  }
+  return sched;
 }
 
 Scheduler::Scheduler(const SchedulerParams& params, int64_t n_ctx, model::KvStorage kv)
@@ -40,7 +46,12 @@ Scheduler::Scheduler(const SchedulerParams& params, int64_t n_ctx, model::KvStor
       kv_(std::move(kv)),
       pool_(kv_.n_slots),
       tree_(params.config.event_queue_capacity),
-      device_sampling_(params.model->backend().can_sample_rows()) {}
+      device_sampling_(params.model->backend().can_sample_rows()) {
+  const char* env = std::getenv("KEEL_OVERLAP");
+  const bool env_off = env != nullptr && std::string_view(env) == "0";
+  const bool async = device_sampling_ && model_.backend().can_sample_async();
+  overlap_ = config_.overlap && !env_off && (async || config_.overlap_on_host);
+}
 
 Scheduler::~Scheduler() { cancel_all(); }
 
@@ -115,19 +126,35 @@ std::unique_ptr<Sequence> Scheduler::new_sequence(const Group& g, int32_t index)
   return s;
 }
 
+// Under overlap the previous step's tokens are read (resolve_in_flight) after this step's forward is
+// queued, so the device runs it while the host streams them; this step's samples then stay in flight.
+// Without overlap nothing is in flight and the order is the plain one: run, sample, stream, finish.
 bool Scheduler::step() {
   admit();
   std::vector<PlanEntry> entries = allocate();
-  if (entries.empty()) return false;
+  if (entries.empty()) {
+    if (!in_flight_) return false;
+    resolve_in_flight();
+    finish();
+    return true;
+  }
   StepPlan plan = build_batch(std::move(entries));
-  if (Status ran = run(plan); !ran.ok()) {
+  const Status ran = run(plan);
+  resolve_in_flight();
+  if (!ran.ok()) {
     fail_step(plan, ran);
+    finish();
     return true;
   }
   commit(plan);
   std::vector<std::vector<SeqId>> row_seqs = fork_samples(plan);
-  std::vector<SampledToken> sampled = device_sampling_ ? sample_on_device(plan, row_seqs) : sample(plan, row_seqs);
-  stream(sampled);
+  drop_stale_rows(row_seqs);
+  if (overlap_ && may_overlap(row_seqs)) {
+    launch_sampling(plan, row_seqs);
+  } else {
+    std::vector<SampledToken> sampled = device_sampling_ ? sample_on_device(row_seqs) : sample(plan, row_seqs);
+    stream(sampled);
+  }
   finish();
   return true;
 }

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -73,6 +74,8 @@ class Scheduler {
   // when nothing ran (no work).
   bool step();
   bool idle() const { return waiting_.empty() && running_.empty(); }
+  // Whether steps overlap (SchedConfig::overlap on a backend that samples asynchronously).
+  bool overlapping() const { return overlap_; }
 
   // Evicts every unlocked cached prefix; returns the tokens freed.
   int64_t flush_cache();
@@ -105,7 +108,16 @@ class Scheduler {
   void commit(const StepPlan& plan);                                             // run.cc
   std::vector<std::vector<SeqId>> fork_samples(const StepPlan& plan);            // fork.cc
   std::vector<SampledToken> sample(const StepPlan& plan, const std::vector<std::vector<SeqId>>& row_seqs);  // sample.cc
-  std::vector<SampledToken> sample_on_device(const StepPlan& plan, const std::vector<std::vector<SeqId>>& row_seqs);  // sample_device.cc
+  std::vector<SampledToken> sample_on_device(const std::vector<std::vector<SeqId>>& row_seqs);  // sample_device.cc
+  std::vector<SampledToken> device_rows(const std::vector<std::vector<SeqId>>& row_seqs,
+                                        std::vector<size_t>& out_of_row);  // sample_device.cc
+  // Overlap (overlap.cc): whether this step's samples may stay in flight; sampling them so (their
+  // tokens read by the next step); reading and streaming the tokens of the step in flight; dropping
+  // rows whose sequence ended (or got forced tokens) while the step in flight was read.
+  bool may_overlap(const std::vector<std::vector<SeqId>>& row_seqs) const;
+  void launch_sampling(const StepPlan& plan, const std::vector<std::vector<SeqId>>& row_seqs);
+  void resolve_in_flight();
+  void drop_stale_rows(std::vector<std::vector<SeqId>>& row_seqs) const;
   void stream(std::vector<SampledToken>& sampled);                                                          // stream.cc
   void finish();                                                                                            // finish.cc
   void fail_step(const StepPlan& plan, const Status& error);                                                // run.cc
@@ -159,6 +171,15 @@ class Scheduler {
   std::vector<uint32_t> mask_;    // [ceil(vocab / 32)] allowed tokens of a constrained sequence
   sample::SamplerScratch sampler_scratch_;
   SchedulerStats stats_;
+
+  // Overlap: the step whose sampled tokens are not read yet. rows[k] is the sample of output row k
+  // (Sequence::sampled_row); on the device its token is filled in when read, on the host it is known.
+  struct InFlight {
+    std::vector<SampledToken> rows;
+    bool on_device = false;
+  };
+  bool overlap_ = false;
+  std::optional<InFlight> in_flight_;
 };
 
 }  // namespace keel::sched

@@ -59,8 +59,12 @@ struct Sequence {
   // Prefix hash at every kPrefixBlock-th token (prefix_wait.h), filled lazily; valid while tokens only grow.
   std::vector<uint64_t> block_hashes;
   int32_t prefix_wait_steps = 0;  // admission passes this sequence waited for an in-flight prefix
+  // Overlap: this sequence's next token was sampled by the step in flight (row sampled_row of its
+  // output) and is not in `tokens` yet; -1: none. It counts as pending (the next step computes it).
+  int32_t sampled_row = -1;
 
-  int64_t n_pending() const { return static_cast<int64_t>(tokens.size()) - n_computed; }
+  int64_t n_known() const { return static_cast<int64_t>(tokens.size()) + (sampled_row >= 0 ? 1 : 0); }
+  int64_t n_pending() const { return n_known() - n_computed; }
   bool is_decoding() const { return n_pending() == 1 && n_computed >= n_prompt; }
   int64_t n_owned_slots() const { return static_cast<int64_t>(slots.size()) - n_in_tree; }
 };

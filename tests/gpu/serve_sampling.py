@@ -4,7 +4,9 @@
 Seeded requests covering greedy, temperature, top-k, top-p, min-p, the three penalties, logit_bias,
 n > 1 (samples sharing one logits row), log-probabilities and a JSON-schema grammar must return the same
 tokens from both servers. A third server run (device sampling, KEEL_CUDA_GRAPHS=0) checks the greedy
-and seeded tokens do not depend on graph replay either.
+and seeded tokens do not depend on graph replay either, and a fourth (device sampling, --no-overlap)
+that overlap scheduling (on by default with device sampling; the host-sampling server never overlaps)
+changes no token and no log-probability.
 
 usage: serve_sampling.py KEEL_BINARY MODEL_DIR OUT_DIR
 Exit 0 when every request matched; prints one line per request.
@@ -44,10 +46,10 @@ def post(body):
         return json.load(r)
 
 
-def run_server(keel, model, env_extra, log):
+def run_server(keel, model, env_extra, args, log):
     env = dict(os.environ, **env_extra)
     proc = subprocess.Popen([keel, "serve", "-m", model, "--device", "cuda", "--port", str(PORT),
-                             "--mem-fraction", "0.05"], stdout=log, stderr=subprocess.STDOUT, env=env)
+                             "--mem-fraction", "0.05"] + args, stdout=log, stderr=subprocess.STDOUT, env=env)
     try:
         for _ in range(240):
             try:
@@ -69,21 +71,30 @@ def main():
     keel, model, out_dir = sys.argv[1:4]
     os.makedirs(out_dir, exist_ok=True)
     runs = {}
-    for tag, env in [("host", {"KEEL_CUDA_SAMPLING": "0"}), ("device", {}),
-                     ("device-eager", {"KEEL_CUDA_GRAPHS": "0"})]:
+    for tag, env, args in [("host", {"KEEL_CUDA_SAMPLING": "0"}, []), ("device", {}, []),
+                           ("device-eager", {"KEEL_CUDA_GRAPHS": "0"}, []), ("device-no-overlap", {}, ["--no-overlap"])]:
         with open(os.path.join(out_dir, f"serve_sampling_{tag}.log"), "w") as log:
-            runs[tag] = run_server(keel, model, env, log)
-    ok = True
+            runs[tag] = run_server(keel, model, env, args, log)
+    with open(os.path.join(out_dir, "serve_sampling_device.log")) as f:
+        overlap_on = "overlap scheduling on" in f.read()
+    with open(os.path.join(out_dir, "serve_sampling_device-no-overlap.log")) as f:
+        overlap_off = "overlap scheduling off" in f.read()
+    print(f"{'pass' if overlap_on and overlap_off else 'FAIL'} overlap switch: default server logs overlap on "
+          f"({overlap_on}), --no-overlap logs it off ({overlap_off})")
+    ok = overlap_on and overlap_off
     for name, _ in REQUESTS:
         host, dev, eager = runs["host"][name], runs["device"][name], runs["device-eager"][name]
         same = [h[1] == d[1] for h, d in zip(host, dev)]
         lp_ok = all(abs(a["token_logprobs"][i] - b["token_logprobs"][i]) < 1e-4
                     for (_, _, a), (_, _, b) in zip(host, dev) if a and b for i in range(len(a["token_logprobs"])))
         graph_ok = [d[1] == e[1] for d, e in zip(dev, eager)]
-        good = all(same) and len(host) == len(dev) and lp_ok
+        plain = runs["device-no-overlap"][name]
+        overlap_ok = plain == dev  # index, text and log-probabilities, exactly
+        good = all(same) and len(host) == len(dev) and lp_ok and overlap_ok
         ok &= good
         print(f"{'pass' if good else 'FAIL'} {name}: device == host sampler for {sum(same)}/{len(same)} choices, "
               f"logprobs {'equal' if lp_ok else 'DIFFER'}; eager == graph {sum(graph_ok)}/{len(graph_ok)}; "
+              f"overlap {'==' if overlap_ok else 'DIFFERS from'} --no-overlap; "
               f"device text {dev[0][1]!r:.80} host {host[0][1]!r:.80}")
     sys.exit(0 if ok else 1)
 

@@ -33,11 +33,15 @@ CudaBackend::CudaBackend(int device) : device_(device), pool_(std::make_shared<D
   attention_set_smem_limits();
   const char* sampling = std::getenv("KEEL_CUDA_SAMPLING");
   sampling_on_ = sampling == nullptr || std::string_view(sampling) != "0";
+  KEEL_CUDA_CHECK(cudaEventCreateWithFlags(&sampled_ev_, cudaEventDisableTiming));
+  grow_sample_tokens(4096);  // a fixed address for the graphs' embed_sampled (grows only past 4096 rows)
 }
 
 CudaBackend::~CudaBackend() {
   cudaStreamSynchronize(stream_);
   graphs_.clear();
+  if (sampled_host_ != nullptr) cudaFreeHost(sampled_host_);
+  cudaEventDestroy(sampled_ev_);
   timer_.reset();
   staging_.reset();
   prof_.reset();

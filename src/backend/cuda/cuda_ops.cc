@@ -37,7 +37,30 @@ void CudaBackend::embed(const Tensor& table, std::span<const int32_t> ids, Tenso
   const int32_t* ids_d = staging_->stage(ids);
   const ActType ot = act_type(out, "embed");
   if (skip_launch(table.data, ids_d, ids.size(), d, out.data, ot)) return;
-  launch_embed(table.data, ids_d, static_cast<int64_t>(ids.size()), d, out.data, ot, stream_);
+  launch_embed(table.data, ids_d, nullptr, nullptr, static_cast<int64_t>(ids.size()), d, out.data, ot, stream_);
+}
+
+void CudaBackend::embed_sampled(const Tensor& table, std::span<const int32_t> ids, std::span<const int32_t> from_sampled,
+                                Tensor& out) {
+  ScopedOp prof(*prof_, "embed");
+  const int64_t d = table.row_len();
+  KEEL_CHECK(table.dtype == DType::kBF16, "embed: table must be an uploaded (bf16) weight");
+  KEEL_CHECK(out.numel() == static_cast<int64_t>(ids.size()) * d, "embed: out {} for {} ids of width {}",
+             out.shape.to_string(), ids.size(), d);
+  KEEL_CHECK(from_sampled.size() == ids.size(), "embed_sampled: {} from_sampled for {} ids", from_sampled.size(),
+             ids.size());
+  check_indices(ids, table.n_rows(), "embed", "token id");
+  for (int32_t k : from_sampled) {
+    KEEL_CHECK(k >= -1 && k < last_sampled_rows_, "embed_sampled: sampled row {} of the last {} sampled", k,
+               last_sampled_rows_);
+  }
+  staging_->begin_op(ids.size_bytes() + from_sampled.size_bytes(), 2);
+  const int32_t* ids_d = staging_->stage(ids);
+  const int32_t* from_d = staging_->stage(from_sampled);
+  const auto* sampled_d = static_cast<const int32_t*>(sample_tokens_.get());
+  const ActType ot = act_type(out, "embed");
+  if (skip_launch(table.data, ids_d, from_d, sampled_d, ids.size(), d, out.data, ot)) return;
+  launch_embed(table.data, ids_d, from_d, sampled_d, static_cast<int64_t>(ids.size()), d, out.data, ot, stream_);
 }
 
 void CudaBackend::rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) {

@@ -37,6 +37,8 @@ class CudaBackend final : public Backend {
   void synchronize() override;
 
   void embed(const Tensor& table, std::span<const int32_t> ids, Tensor& out) override;
+  void embed_sampled(const Tensor& table, std::span<const int32_t> ids, std::span<const int32_t> from_sampled,
+                     Tensor& out) override;
   void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) override;
   void add_rms_norm(Tensor& residual, const Tensor& x, const Tensor& w, float eps, Tensor& out) override;
   void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out) override;
@@ -55,6 +57,9 @@ class CudaBackend final : public Backend {
 
   bool can_sample_rows() const override { return sampling_on_; }  // sample_ops.cc
   void sample_rows(const Tensor& logits, const DeviceSampleInput& in, std::span<int32_t> tokens) override;
+  bool can_sample_async() const override { return sampling_on_; }
+  void sample_rows_async(const Tensor& logits, const DeviceSampleInput& in) override;
+  void wait_sampled(std::span<int32_t> tokens) override;
 
  private:
   // kEager launches; kCapture launches into a stream capture; kCheck (a replay) launches nothing.
@@ -69,6 +74,7 @@ class CudaBackend final : public Backend {
   void replay_or_capture(int64_t key, const std::function<void()>& issue);
   static constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
   float* attention_partials(size_t n_floats);
+  void grow_sample_tokens(size_t n_rows);  // sample_ops.cc
 
   int device_;
   std::string device_name_;
@@ -93,8 +99,13 @@ class CudaBackend final : public Backend {
   bool sampled_on_device_ = false;      // the last step's tokens came from sample_rows (step timer phases)
   std::shared_ptr<void> sample_scratch_;  // processed rows, grown on demand
   size_t sample_scratch_floats_ = 0;
-  std::shared_ptr<void> sample_tokens_;  // [rows] int32
+  // [sample_tokens_cap_] int32 token ids of the last sampling, at a fixed address (graphs embed from it).
+  std::shared_ptr<void> sample_tokens_;
   size_t sample_tokens_cap_ = 0;
+  int32_t* sampled_host_ = nullptr;  // pinned [sample_tokens_cap_]: the last sampling's ids, copied back
+  cudaEvent_t sampled_ev_ = nullptr;  // recorded after that copy
+  int32_t last_sampled_rows_ = 0;    // rows of the last sample_rows_async (embed_sampled's bound)
+  bool sampled_unread_ = false;      // sample_rows_async ran, wait_sampled not yet
 };
 
 }  // namespace keel::backend::cuda

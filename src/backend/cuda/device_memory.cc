@@ -70,7 +70,10 @@ size_t DevicePool::bytes_in_use() const {
 }
 
 HostStaging::~HostStaging() {
-  if (pinned_ != nullptr) cudaFreeHost(pinned_);
+  for (int h = 0; h < 2; ++h) {
+    if (half_[h] != nullptr) cudaFreeHost(half_[h]);
+    if (done_[h] != nullptr) cudaEventDestroy(done_[h]);
+  }
   if (device_ != nullptr) cudaFree(device_);
 }
 
@@ -79,9 +82,13 @@ void HostStaging::grow(size_t need) {
   KEEL_CUDA_CHECK(cudaStreamSynchronize(stream_));
   size_t cap = capacity_ == 0 ? (1u << 20) : capacity_;
   while (cap < need) cap *= 2;
-  if (pinned_ != nullptr) KEEL_CUDA_CHECK(cudaFreeHost(pinned_));
+  for (int h = 0; h < 2; ++h) {
+    if (half_[h] != nullptr) KEEL_CUDA_CHECK(cudaFreeHost(half_[h]));
+    KEEL_CUDA_CHECK(cudaMallocHost(&half_[h], cap));
+    if (done_[h] == nullptr) KEEL_CUDA_CHECK(cudaEventCreateWithFlags(&done_[h], cudaEventDisableTiming));
+  }
+  pinned_ = half_[cur_];
   if (device_ != nullptr) KEEL_CUDA_CHECK(cudaFree(device_));
-  KEEL_CUDA_CHECK(cudaMallocHost(&pinned_, cap));
   KEEL_CUDA_CHECK(cudaMalloc(&device_, cap));
   capacity_ = cap;
   used_ = 0;
@@ -150,6 +157,15 @@ void HostStaging::begin_op(size_t n_bytes, size_t n_spans) {
   } else {
     grow(need);
   }
+}
+
+void HostStaging::rotate() {
+  if (capacity_ == 0) return reset();
+  KEEL_CUDA_CHECK(cudaEventRecord(done_[cur_], stream_));
+  cur_ ^= 1;
+  pinned_ = half_[cur_];
+  KEEL_CUDA_CHECK(cudaEventSynchronize(done_[cur_]));  // never recorded: returns at once
+  reset();
 }
 
 void HostStaging::reset() {

@@ -1,6 +1,8 @@
 // Device memory for the CUDA backend. DevicePool: plain cudaMalloc (never managed memory) with freed
 // blocks kept per rounded size for reuse. HostStaging: host spans (ids, positions, slots, plans) copied
-// to the device through one pinned buffer, bump-allocated and reset at each synchronize; a span staged
+// to the device through a pinned buffer, bump-allocated and reset at each synchronize (or, without
+// waiting, at rotate(): two pinned halves take turns, so the host can stage step N+1 while step N's
+// copies may still be queued; the device side is one buffer, its reuse ordered by the stream); a span staged
 // earlier in the same epoch with the same address and contents is not copied again (the model passes
 // the same positions/slots to every layer). Both are owned by CudaBackend and used by its one thread.
 #pragma once
@@ -64,6 +66,9 @@ class HostStaging {
   size_t used() const { return used_ + (capacity_ - tail_); }
   // Call after the stream has been synchronized: every staged copy has landed.
   void reset();
+  // Starts a new epoch without synchronizing the stream: the other pinned half, once the copies queued
+  // from it (two epochs ago) have landed (an event; normally long since).
+  void rotate();
 
  private:
   struct Entry {
@@ -73,7 +78,10 @@ class HostStaging {
   void grow(size_t need);
   const void* stage_at(const void* host, size_t n_bytes, bool tail);
   cudaStream_t stream_;
-  uint8_t* pinned_ = nullptr;
+  uint8_t* pinned_ = nullptr;  // the current half: half_[cur_]
+  uint8_t* half_[2] = {nullptr, nullptr};
+  cudaEvent_t done_[2] = {nullptr, nullptr};  // recorded when an epoch of that half ends
+  int cur_ = 0;
   uint8_t* device_ = nullptr;
   size_t capacity_ = 0;
   size_t used_ = 0;  // front: [0, used_)

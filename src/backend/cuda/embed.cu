@@ -1,4 +1,5 @@
-// Embedding lookup: one block per token row, bf16 table -> f32/bf16 activations.
+// Embedding lookup: one block per token row, bf16 table -> f32/bf16 activations. Under overlap
+// scheduling a row's id may come from the previous step's sampled tokens, still on the device.
 #include "backend/cuda/dtype_util.cuh"
 #include "backend/cuda/launch_check.h"
 
@@ -6,20 +7,24 @@ namespace keel::backend::cuda {
 namespace {
 
 template <typename T>
-__global__ void embed_kernel(const __nv_bfloat16* table, const int32_t* ids, int64_t d, T* out) {
+__global__ void embed_kernel(const __nv_bfloat16* table, const int32_t* ids, const int32_t* from,
+                             const int32_t* sampled, int64_t d, T* out) {
   const int64_t row = blockIdx.x;
-  const __nv_bfloat16* src = table + static_cast<int64_t>(ids[row]) * d;
+  const int32_t k = from != nullptr ? from[row] : -1;
+  const int32_t id = k >= 0 ? sampled[k] : ids[row];
+  const __nv_bfloat16* src = table + static_cast<int64_t>(id) * d;
   for (int64_t i = threadIdx.x; i < d; i += blockDim.x) store_f(out, row * d + i, __bfloat162float(src[i]));
 }
 
 }  // namespace
 
-void launch_embed(const void* table, const int32_t* ids, int64_t n, int64_t d, void* out, ActType t, cudaStream_t s) {
+void launch_embed(const void* table, const int32_t* ids, const int32_t* from, const int32_t* sampled, int64_t n,
+                  int64_t d, void* out, ActType t, cudaStream_t s) {
   if (n == 0) return;
   dispatch_act(t, [&](auto tag) {
     using T = decltype(tag);
-    embed_kernel<T><<<static_cast<unsigned>(n), 256, 0, s>>>(static_cast<const __nv_bfloat16*>(table), ids, d,
-                                                              static_cast<T*>(out));
+    embed_kernel<T><<<static_cast<unsigned>(n), 256, 0, s>>>(static_cast<const __nv_bfloat16*>(table), ids, from,
+                                                              sampled, d, static_cast<T*>(out));
   });
   KEEL_CUDA_LAUNCHED();
 }

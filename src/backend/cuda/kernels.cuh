@@ -12,7 +12,9 @@ namespace keel::backend::cuda {
 enum class ActType { kF32, kBF16 };
 
 // out [n, d] (act) = table [vocab, d] (bf16) rows ids [n].
-void launch_embed(const void* table, const int32_t* ids, int64_t n, int64_t d, void* out, ActType t, cudaStream_t s);
+// from (may be null): where from[i] >= 0 the id is sampled[from[i]] instead of ids[i] (overlap scheduling).
+void launch_embed(const void* table, const int32_t* ids, const int32_t* from, const int32_t* sampled, int64_t n,
+                  int64_t d, void* out, ActType t, cudaStream_t s);
 // residual [n, d] += x (when x != nullptr); out = residual / rms(residual) * w (f32 [d]).
 void launch_rms_norm(void* residual, const void* x, const float* w, float eps, int64_t n, int64_t d, void* out,
                      ActType t, cudaStream_t s);

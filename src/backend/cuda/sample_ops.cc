@@ -1,6 +1,10 @@
 // CudaBackend::sample_rows: host checks of the rows, processors and masks (as the CPU sampler's
 // callers guarantee them), one staging of the row data, the process and sample kernels
-// (sampling.cu), and a copy of the token ids alone to the host.
+// (sampling.cu), and a copy of the token ids alone to pinned host memory behind an event.
+// sample_rows_async returns after queueing that (overlap scheduling reads the ids with wait_sampled
+// once the next step is queued, and that step's embed_sampled takes them from the device buffer);
+// sample_rows is the two in a row.
+#include <algorithm>
 #include <cstddef>
 
 #include "backend/cuda/cuda_check.h"
@@ -18,14 +22,31 @@ static_assert(sizeof(SampleProcDev) == sizeof(DeviceSampleProc));
 static_assert(offsetof(SampleProcDev, n_output) == offsetof(DeviceSampleProc, n_output));
 
 void CudaBackend::sample_rows(const Tensor& logits, const DeviceSampleInput& in, std::span<int32_t> tokens) {
+  KEEL_CHECK(tokens.size() == in.rows.size(), "sample_rows: {} tokens for {} rows", tokens.size(), in.rows.size());
+  if (in.rows.empty()) return;
+  sample_rows_async(logits, in);
+  wait_sampled(tokens);
+  synchronize();
+}
+
+void CudaBackend::wait_sampled(std::span<int32_t> tokens) {
+  KEEL_CHECK(sampled_unread_, "wait_sampled without a sample_rows_async to read");
+  KEEL_CHECK(static_cast<int64_t>(tokens.size()) == last_sampled_rows_, "wait_sampled: {} tokens for {} rows",
+             tokens.size(), last_sampled_rows_);
+  KEEL_CUDA_CHECK(cudaEventSynchronize(sampled_ev_));
+  std::copy(sampled_host_, sampled_host_ + tokens.size(), tokens.begin());
+  sampled_unread_ = false;
+}
+
+void CudaBackend::sample_rows_async(const Tensor& logits, const DeviceSampleInput& in) {
   ScopedOp prof(*prof_, "sample");
   KEEL_CHECK(mode_ == GraphMode::kEager, "sample_rows inside a graph step");
+  KEEL_CHECK(!sampled_unread_, "sample_rows_async: the last sampling was not read (wait_sampled)");
   KEEL_CHECK(logits.dtype == DType::kF32, "sample_rows: logits must be f32, got {}", tensor::dtype_name(logits.dtype));
-  KEEL_CHECK(tokens.size() == in.rows.size(), "sample_rows: {} tokens for {} rows", tokens.size(), in.rows.size());
   const int64_t vocab = logits.row_len();
   const size_t words = static_cast<size_t>((vocab + 31) / 32);
   const int n = static_cast<int>(in.rows.size());
-  if (n == 0) return;
+  KEEL_CHECK(n > 0, "sample_rows_async: no rows");
   std::vector<int32_t> proc_rows, src_scratch(in.rows.size(), -1);
   for (size_t i = 0; i < in.rows.size(); ++i) {
     const DeviceSampleRow& r = in.rows[i];
@@ -48,10 +69,7 @@ void CudaBackend::sample_rows(const Tensor& logits, const DeviceSampleInput& in,
     sample_scratch_floats_ = std::max(need_scratch, 2 * sample_scratch_floats_);
     sample_scratch_ = pool_->allocate(sample_scratch_floats_ * sizeof(float));
   }
-  if (in.rows.size() > sample_tokens_cap_) {
-    sample_tokens_cap_ = std::max(in.rows.size(), 2 * sample_tokens_cap_);
-    sample_tokens_ = pool_->allocate(sample_tokens_cap_ * sizeof(int32_t));
-  }
+  if (in.rows.size() > sample_tokens_cap_) grow_sample_tokens(in.rows.size());
   const std::span<const SampleRowDev> rows_dev(reinterpret_cast<const SampleRowDev*>(in.rows.data()), in.rows.size());
   const std::span<const SampleProcDev> procs_dev(reinterpret_cast<const SampleProcDev*>(in.procs.data()), in.procs.size());
   staging_->begin_op(rows_dev.size_bytes() + procs_dev.size_bytes() + in.masks.size_bytes() +
@@ -68,9 +86,25 @@ void CudaBackend::sample_rows(const Tensor& logits, const DeviceSampleInput& in,
                         stream_);
   auto* tokens_d = static_cast<int32_t*>(sample_tokens_.get());
   launch_sample(lg, scratch, vocab, rows_d, src_d, n, tokens_d, stream_);
-  KEEL_CUDA_CHECK(cudaMemcpyAsync(tokens.data(), tokens_d, tokens.size_bytes(), cudaMemcpyDeviceToHost, stream_));
-  synchronize();
+  KEEL_CUDA_CHECK(cudaMemcpyAsync(sampled_host_, tokens_d, static_cast<size_t>(n) * sizeof(int32_t),
+                                  cudaMemcpyDeviceToHost, stream_));
+  KEEL_CUDA_CHECK(cudaEventRecord(sampled_ev_, stream_));
+  if (timer_->enabled()) timer_->end();  // the step's GPU work ends with its sampling
+  last_sampled_rows_ = n;
+  sampled_unread_ = true;
   sampled_on_device_ = true;
+}
+
+void CudaBackend::grow_sample_tokens(size_t n_rows) {
+  // Nothing may still read the old buffers: the last sampling was read, and the stream drains here.
+  KEEL_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  sample_tokens_cap_ = std::max(n_rows, 2 * sample_tokens_cap_);
+  sample_tokens_ = pool_->allocate(sample_tokens_cap_ * sizeof(int32_t));
+  KEEL_CUDA_CHECK(cudaMemsetAsync(sample_tokens_.get(), 0, sample_tokens_cap_ * sizeof(int32_t), stream_));
+  if (sampled_host_ != nullptr) KEEL_CUDA_CHECK(cudaFreeHost(sampled_host_));
+  void* host = nullptr;
+  KEEL_CUDA_CHECK(cudaMallocHost(&host, sample_tokens_cap_ * sizeof(int32_t)));
+  sampled_host_ = static_cast<int32_t*>(host);
 }
 
 }  // namespace keel::backend::cuda

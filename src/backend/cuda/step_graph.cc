@@ -58,26 +58,31 @@ void StepTimer::begin(const std::string& phase) {
   if (phase != phase_) {
     report();
     phase_ = phase;
-    have_prev_ = false;
+    n_ = 0;
   }
-  const int nxt = have_prev_ ? cur_ ^ 1 : cur_;
-  KEEL_CUDA_CHECK(cudaEventRecord(ev_[nxt][0], stream_));
-  if (have_prev_) {
-    // The previous step was synchronized by the caller: the GPU reaches this event when the host
-    // queues it, so (previous end -> this start) is the time the GPU had nothing of this stream to run.
-    KEEL_CUDA_CHECK(cudaEventSynchronize(ev_[nxt][0]));
+  KEEL_CUDA_CHECK(cudaEventRecord(ev_[n_ % 3][0], stream_));
+  if (n_ >= 2) {
+    // Step n-2 and the start of step n-1, measured one step late so that timing never waits for the
+    // stream (overlap scheduling queues step n before step n-1 ends). The GPU reached the start of
+    // step n-1 right after step n-2's sampled tokens, which the host has read by now, so this wait is
+    // nothing. (end of n-2 -> start of n-1) is the time the GPU had nothing of this stream to run.
+    const int64_t a = (n_ - 2) % 3, b = (n_ - 1) % 3;
+    KEEL_CUDA_CHECK(cudaEventSynchronize(ev_[b][0]));
     float busy = 0, gap = 0;
-    KEEL_CUDA_CHECK(cudaEventElapsedTime(&busy, ev_[cur_][0], ev_[cur_][1]));
-    KEEL_CUDA_CHECK(cudaEventElapsedTime(&gap, ev_[cur_][1], ev_[nxt][0]));
+    KEEL_CUDA_CHECK(cudaEventElapsedTime(&busy, ev_[a][0], ev_[a][1]));
+    KEEL_CUDA_CHECK(cudaEventElapsedTime(&gap, ev_[a][1], ev_[b][0]));
     busy_ms_.push_back(busy);
     gap_ms_.push_back(gap);
   }
-  cur_ = nxt;
+  ++n_;
+}
+
+void StepTimer::restart() {
+  if (n_ > 0) KEEL_CUDA_CHECK(cudaEventRecord(ev_[(n_ - 1) % 3][0], stream_));
 }
 
 void StepTimer::end() {
-  KEEL_CUDA_CHECK(cudaEventRecord(ev_[cur_][1], stream_));
-  have_prev_ = true;
+  if (n_ > 0) KEEL_CUDA_CHECK(cudaEventRecord(ev_[(n_ - 1) % 3][1], stream_));
 }
 
 void StepTimer::note(const std::string& line) {
@@ -95,10 +100,10 @@ void StepTimer::report() {
       busy_sum += busy_ms_[i];
     }
     std::fprintf(stderr,
-                 "[cuda steps] %s: %zu steps, GPU time per step median %.3f ms, GPU idle between steps median "
-                 "%.3f ms (mean %.3f ms), idle %.1f%% of the GPU's wall time\n",
-                 phase_.c_str(), busy_ms_.size(), b, g, gap_sum / static_cast<double>(gap_ms_.size()),
-                 100.0 * gap_sum / (gap_sum + busy_sum));
+                 "[cuda steps] %s: %zu steps, GPU time per step median %.3f ms (mean %.3f ms), GPU idle between "
+                 "steps median %.3f ms (mean %.3f ms), idle %.1f%% of the GPU's wall time\n",
+                 phase_.c_str(), busy_ms_.size(), b, busy_sum / static_cast<double>(busy_ms_.size()), g,
+                 gap_sum / static_cast<double>(gap_ms_.size()), 100.0 * gap_sum / (gap_sum + busy_sum));
   }
   busy_ms_.clear();
   gap_ms_.clear();
@@ -110,10 +115,9 @@ int64_t CudaBackend::step_graph_bucket(int64_t n_tokens) const {
 }
 
 void CudaBackend::run_step(int64_t graph_key, const std::function<void()>& issue) {
-  if (staging_->used() != 0) {  // spans staged before the step: let them land, start the step clean
-    KEEL_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    staging_->reset();
-  }
+  // Spans staged before the step (the last sampling's rows): start the step in a fresh epoch without
+  // waiting for the stream, so the host queues this step while the previous one runs (overlap).
+  if (staging_->used() != 0) staging_->rotate();
   if (timer_->enabled()) {  // the phase also says where the previous step was sampled
     timer_->begin((graph_key > 0 ? "graph n=" + std::to_string(graph_key) : std::string("eager")) +
                   (sampled_on_device_ ? ", sampling on the device" : ""));
@@ -138,6 +142,8 @@ void CudaBackend::replay_or_capture(int64_t key, const std::function<void()>& is
     staging_->set_deferred(false);
     mode_ = GraphMode::kEager;
     if (!staging_->spilled() && sig_ == it->second.sig()) {
+      // The replay check above was host work: the step's GPU work starts with the copies below.
+      if (timer_->enabled()) timer_->restart();
       staging_->flush();
       KEEL_CUDA_CHECK(cudaGraphLaunch(it->second.exec(), stream_));
       return;

@@ -5,8 +5,9 @@
 // signature, and the graph is launched only when the signature equals the captured one, after one
 // copy of the staged spans; otherwise the step runs eagerly and is captured again. Kernels read the
 // spans (positions, slots, attention plans) from fixed device addresses, so the graph stays valid.
-// StepTimer (KEEL_CUDA_STEP_TIMES=1): CUDA events around every step on the stream give the GPU time
-// of a step and the GPU idle time between steps, printed per phase on stderr.
+// StepTimer (KEEL_CUDA_STEP_TIMES=1): CUDA events around every step on the stream (its forward and,
+// when it follows, its sampling) give the GPU time of a step and the GPU idle time between steps,
+// printed per phase on stderr. Read one step late, so timing never makes the host wait for the GPU.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -61,7 +62,10 @@ class StepTimer {
   StepTimer& operator=(const StepTimer&) = delete;
   bool enabled() const { return enabled_; }
   // Around the work of one step on the stream. A new phase name prints the previous phase's summary.
+  // restart() moves the step's start (a graph replay: after the host's launch-argument check);
+  // end() may be called again (after the step's sampling) to move the step's end.
   void begin(const std::string& phase);
+  void restart();
   void end();
   void note(const std::string& line);  // printed with the phase summary (e.g. capture times)
 
@@ -69,9 +73,8 @@ class StepTimer {
   void report();
   bool enabled_ = false;
   cudaStream_t stream_;
-  cudaEvent_t ev_[2][2] = {};  // [step parity][start, end]
-  int cur_ = 0;
-  bool have_prev_ = false;
+  cudaEvent_t ev_[3][2] = {};  // [step % 3][start, end]
+  int64_t n_ = 0;              // steps begun in this phase
   std::string phase_;
   std::vector<float> busy_ms_, gap_ms_;
   std::vector<std::string> notes_;

@@ -247,7 +247,11 @@ Tensor LlamaModel::issue_forward(const Batch& b, std::span<const backend::AttnSe
   const int64_t n = b.n_tokens();
   backend::Backend& be = *backend_;
   Tensor x = act(s_.x, n), h = act(s_.h, n), proj = act(s_.proj, n);
-  be.embed(token_embd_.tensor(), b.tokens, x);
+  if (b.from_sampled.empty()) {
+    be.embed(token_embd_.tensor(), b.tokens, x);
+  } else {
+    be.embed_sampled(token_embd_.tensor(), b.tokens, b.from_sampled, x);
+  }
   dump("inp_embd", -1, x);
   for (int l = 0; l < c.n_layers; ++l) {
     LayerBuffers& w = layers_[static_cast<size_t>(l)];
@@ -281,8 +285,10 @@ bool LlamaModel::pad_decode_step(const Batch& b, int64_t bucket, Batch& padded, 
   padded.positions = b.positions;
   padded.slots = b.slots;
   padded.logit_rows = b.logit_rows;
+  padded.from_sampled = b.from_sampled;
   const BatchSeq& last = b.seqs.back();
   for (int64_t i = n; i < bucket; ++i) {
+    if (!b.from_sampled.empty()) padded.from_sampled.push_back(b.from_sampled[static_cast<size_t>(last.q_begin)]);
     padded.tokens.push_back(b.tokens[static_cast<size_t>(last.q_begin)]);
     padded.positions.push_back(b.positions[static_cast<size_t>(last.q_begin)]);
     padded.slots.push_back(b.slots[static_cast<size_t>(last.q_begin)]);
@@ -312,15 +318,13 @@ Result<Tensor> LlamaModel::forward_on_device(const Batch& b, KvStorage& kv) {
   const int64_t bucket = dump_ ? 0 : be.step_graph_bucket(b.n_tokens());
   Batch padded;
   const bool graph = bucket > 0 && pad_decode_step(b, bucket, padded, seqs);
+  // A backend that samples asynchronously: every graph step embeds through embed_sampled (all -1 when
+  // no token comes from the last sampling), so overlapped and plain decode steps replay one graph.
+  if (graph && be.can_sample_async() && padded.from_sampled.empty()) padded.from_sampled.assign(padded.tokens.size(), -1);
   const Batch& run = graph ? padded : b;
   ensure_scratch(run.n_tokens(), static_cast<int64_t>(run.logit_rows.size()));
   Tensor lg;
-  const bool decode = std::all_of(b.seqs.begin(), b.seqs.end(), [](const BatchSeq& s) { return s.n_q == 1; });
-  if (graph || decode) {
-    be.run_step(graph ? bucket : 0, [&] { lg = issue_forward(run, seqs, kv); });
-  } else {
-    lg = issue_forward(run, seqs, kv);
-  }
+  be.run_step(graph ? bucket : 0, [&] { lg = issue_forward(run, seqs, kv); });
   return r > 0 ? lg.rows(0, r) : Tensor{};
 }
 

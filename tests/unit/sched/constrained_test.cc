@@ -203,6 +203,39 @@ TEST_F(ConstrainedTest, JumpForwardKeepsOutputsAndSavesSteps) {
   }
 }
 
+TEST_F(ConstrainedTest, OverlapKeepsGrammarAndJumpForwardOutputs) {
+  // Overlap scheduling (on the host here): each grammar mask is built after the token in flight was
+  // accepted, and a row whose grammar then forced tokens is not sampled in the step already planned.
+  const char* regex = "(a[a-e]|b[b-f])(dd){2}(cc|ab){1,3}";
+  auto masks = regex_masks(regex);
+  for (const bool jump : {false, true}) {
+    std::vector<Collected> got[2];
+    for (const bool overlap : {false, true}) {
+      auto s = make({.kv_tokens = 512, .max_batch_tokens = 64, .prefill_chunk = 16, .max_running = 8,
+                     .jump_forward = jump, .overlap_on_host = overlap});
+      EXPECT_EQ(s->overlapping(), overlap);
+      Collector col;
+      for (RequestId id = 1; id <= 4; ++id) {
+        GenerateRequest r = request(id, make_prompt(8 + static_cast<int32_t>(id), 70 + id), 20, masks);
+        r.n = id == 4 ? 2 : 1;
+        if (id >= 3) r.sampling = {.temperature = 1.1f, .seed = 11 + id, .frequency_penalty = 0.3f};
+        ASSERT_TRUE(s->enqueue(r, col.sink()).ok());
+      }
+      run_to_idle(*s);
+      for (RequestId id = 1; id <= 4; ++id) {
+        for (int32_t i = 0; i < (id == 4 ? 2 : 1); ++i) got[overlap].push_back(col.get(id, i));
+      }
+    }
+    ASSERT_EQ(got[0].size(), got[1].size());
+    for (size_t i = 0; i < got[0].size(); ++i) {
+      EXPECT_EQ(got[1][i].tokens, got[0][i].tokens) << "sample " << i << " jump " << jump;
+      EXPECT_EQ(got[1][i].text, got[0][i].text);
+      EXPECT_EQ(got[1][i].finish, FinishReason::kStop);
+      EXPECT_TRUE(std::regex_match(got[1][i].text, std::regex(regex))) << got[1][i].text;
+    }
+  }
+}
+
 TEST_F(ConstrainedTest, GrammarWithNoTokenFailsTheRequest) {
   auto masks = regex_masks("q");  // every token has two letters: none can start this output
   auto s = make({.kv_tokens = 512, .max_batch_tokens = 64, .prefill_chunk = 16, .max_running = 8});
