@@ -141,9 +141,10 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--policy", args->policy, "Admission policy: fcfs | lpm (longest prefix match)")->capture_default_str();
   cmd->add_flag("--jump-forward", args->sched.jump_forward,
                  "Structured output: append tokens the grammar forces without sampling them");
-  cmd->add_flag("--no-overlap{false}", args->sched.overlap,
-                "cuda: plan and queue each step only after the previous step's tokens are read (no overlap "
-                "scheduling; also KEEL_OVERLAP=0)");
+  cmd->add_flag_callback(
+      "--no-overlap", [args] { args->sched.overlap = false; },
+      "cuda: plan and queue each step only after the previous step's tokens are read (no overlap scheduling; "
+      "also KEEL_OVERLAP=0)");
   cmd->add_option("--grammar-whitespace", args->grammar_whitespace,
                   "Structured output: whitespace between JSON tokens unless a request sets grammar_whitespace: "
                   "compact (none) | flexible (runs of at most --grammar-max-whitespace)")
