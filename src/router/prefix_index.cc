@@ -4,11 +4,25 @@
 #include <mutex>
 #include <vector>
 
+#include "base/clock.h"
 #include "router/prefix_key.h"
 
 namespace keel::router {
 
-PrefixIndex::PrefixIndex(int64_t max_approx_entries) : max_approx_entries_(std::max<int64_t>(max_approx_entries, 1)) {}
+PrefixIndex::PrefixIndex(int64_t max_approx_entries, int64_t recent_ms)
+    : max_approx_entries_(std::max<int64_t>(max_approx_entries, 1)), recent_us_(std::max<int64_t>(recent_ms, 0) * 1000) {}
+
+namespace {
+
+// Leading entries two chained-hash key lists share (equal at i means equal up to i).
+size_t common_prefix(const std::vector<uint64_t>& a, std::span<const uint64_t> b) {
+  const size_t n = std::min(a.size(), b.size());
+  size_t i = 0;
+  while (i < n && a[i] == b[i]) ++i;
+  return i;
+}
+
+}  // namespace
 
 PrefixIndex::PerReplica& PrefixIndex::entry(ReplicaId r) { return replicas_[r]; }
 
@@ -73,8 +87,9 @@ void PrefixIndex::add_in_flight(ReplicaId r, KeysPtr keys) {
   entry(r).in_flight.push_back(std::move(keys));
 }
 
-void PrefixIndex::remove_in_flight(ReplicaId r, const KeysPtr& keys) {
+void PrefixIndex::remove_in_flight(ReplicaId r, const KeysPtr& keys, bool served) {
   if (!keys || keys->empty()) return;
+  const int64_t now = now_us();
   std::unique_lock lock(mu_);
   auto it = replicas_.find(r);
   if (it == replicas_.end()) return;
@@ -83,6 +98,9 @@ void PrefixIndex::remove_in_flight(ReplicaId r, const KeysPtr& keys) {
     *pos = std::move(v.back());
     v.pop_back();
   }
+  auto& recent = it->second.recent;
+  std::erase_if(recent, [now](const auto& e) { return e.second <= now; });
+  if (served && recent_us_ > 0) recent.emplace_back(keys, now + recent_us_);
 }
 
 int64_t PrefixIndex::match(ReplicaId r, std::span<const uint64_t> hashes) const {
@@ -91,11 +109,12 @@ int64_t PrefixIndex::match(ReplicaId r, std::span<const uint64_t> hashes) const 
   if (it == replicas_.end() || hashes.empty()) return 0;
   const PerReplica& p = it->second;
   size_t best_in_flight = 0;
-  for (const KeysPtr& k : p.in_flight) {
-    size_t n = std::min(k->size(), hashes.size());
-    size_t i = 0;
-    while (i < n && (*k)[i] == hashes[i]) ++i;  // chained hashes: equal at i means equal up to i
-    best_in_flight = std::max(best_in_flight, i);
+  for (const KeysPtr& k : p.in_flight) best_in_flight = std::max(best_in_flight, common_prefix(*k, hashes));
+  if (!p.recent.empty()) {
+    const int64_t now = now_us();
+    for (const auto& [k, until] : p.recent) {
+      if (now < until) best_in_flight = std::max(best_in_flight, common_prefix(*k, hashes));
+    }
   }
   auto holds = [&](size_t i) { return p.exact_live ? p.exact.contains(hashes[i]) : p.approx.contains(hashes[i]); };
   // Prefix-closed sets: find the first index not held by binary search.

@@ -81,5 +81,30 @@ TEST(PrefixIndex, InFlightPromptsCountBeforeTheFeedReportsThem) {
   EXPECT_EQ(idx.match(3, token_prefix_hashes(a)), 0);
 }
 
+// The replica answers before its feed publishes the stored prefix: a prompt it served keeps counting
+// for the grace period, one that failed does not, and after the grace the exact set alone decides.
+TEST(PrefixIndex, ServedPromptsCountUntilTheFeedCatchesUp) {
+  std::vector<int32_t> a = {1, 2, 3, 4}, b = {1, 2, 3, 7};
+  auto keys = std::make_shared<const std::vector<uint64_t>>(token_prefix_hashes(a));
+  PrefixIndex idx(1000, /*recent_ms=*/60'000);
+  idx.begin_exact(3);
+  idx.add_in_flight(3, keys);
+  idx.remove_in_flight(3, keys, /*served=*/true);
+  EXPECT_EQ(idx.match(3, token_prefix_hashes(b)), 3);
+  auto failed = std::make_shared<const std::vector<uint64_t>>(token_prefix_hashes(a));
+  idx.begin_exact(4);
+  idx.add_in_flight(4, failed);
+  idx.remove_in_flight(4, failed, /*served=*/false);
+  EXPECT_EQ(idx.match(4, token_prefix_hashes(b)), 0);
+
+  PrefixIndex expired(1000, /*recent_ms=*/0);  // no grace: only the feed's set
+  expired.begin_exact(3);
+  expired.add_in_flight(3, keys);
+  expired.remove_in_flight(3, keys, /*served=*/true);
+  EXPECT_EQ(expired.match(3, token_prefix_hashes(b)), 0);
+  expired.add_exact(3, 0, a);
+  EXPECT_EQ(expired.match(3, token_prefix_hashes(b)), 3);
+}
+
 }  // namespace
 }  // namespace keel::router
