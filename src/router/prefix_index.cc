@@ -14,12 +14,19 @@ PrefixIndex::PrefixIndex(int64_t max_approx_entries, int64_t recent_ms)
 
 namespace {
 
-// Leading entries two chained-hash key lists share (equal at i means equal up to i).
+// Leading entries two chained-hash key lists share. Equal at i means equal up to i, so the first
+// difference is found by binary search: O(log n) per prompt compared.
 size_t common_prefix(const std::vector<uint64_t>& a, std::span<const uint64_t> b) {
-  const size_t n = std::min(a.size(), b.size());
-  size_t i = 0;
-  while (i < n && a[i] == b[i]) ++i;
-  return i;
+  size_t lo = 0, hi = std::min(a.size(), b.size());
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    if (a[mid] == b[mid]) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
 }
 
 }  // namespace
@@ -100,7 +107,17 @@ void PrefixIndex::remove_in_flight(ReplicaId r, const KeysPtr& keys, bool served
   }
   auto& recent = it->second.recent;
   std::erase_if(recent, [now](const auto& e) { return e.second <= now; });
-  if (served && recent_us_ > 0) recent.emplace_back(keys, now + recent_us_);
+  if (!served || recent_us_ == 0) return;
+  // The same prompt again (equal last key: chained hashes) only moves its deadline.
+  auto same = std::find_if(recent.begin(), recent.end(), [&](const auto& e) {
+    return e.first->size() == keys->size() && e.first->back() == keys->back();
+  });
+  if (same != recent.end()) {
+    same->second = now + recent_us_;
+    return;
+  }
+  if (recent.size() >= kMaxRecent) recent.erase(recent.begin());  // the oldest
+  recent.emplace_back(keys, now + recent_us_);
 }
 
 int64_t PrefixIndex::match(ReplicaId r, std::span<const uint64_t> hashes) const {

@@ -6,8 +6,9 @@
 //    least-recently-routed eviction (a prefix is touched whenever a longer one is, so eviction keeps
 //    the set prefix-closed and match() can binary-search);
 //  - in flight and just finished: prompts the router sent there and has not seen finish, plus those
-//    that finished successfully within the last recent_ms (the replica publishes a stored prefix up
-//    to one feed interval after it answers, and a follower of the same prefix can arrive in between).
+//    that finished successfully within the last recent_ms, at most kMaxRecent of them (the replica
+//    publishes a stored prefix up to one feed interval after it answers, and a follower of the same
+//    prefix can arrive in between).
 // Thread-safe (one shared mutex): the proxy matches and records on io threads, feeds write from theirs.
 #pragma once
 
@@ -27,7 +28,8 @@ using ReplicaId = uint64_t;
 class PrefixIndex {
  public:
   // recent_ms: how long a finished prompt still counts as held (covers the exact feed's lag).
-  static constexpr int64_t kDefaultRecentMs = 2000;
+  static constexpr int64_t kDefaultRecentMs = 1000;
+  static constexpr size_t kMaxRecent = 32;  // per replica; the newest are kept
   explicit PrefixIndex(int64_t max_approx_entries, int64_t recent_ms = kDefaultRecentMs);
 
   // Exact source. begin_exact clears the replica's exact set and marks it live (a snapshot follows);
@@ -44,7 +46,8 @@ class PrefixIndex {
   // In flight: a prompt the router has sent to r and not yet seen finish. Its prefix is being
   // computed there, so it counts as held even before the exact feed reports it (the feed only
   // knows a prefix once its prefill is done; without this, a burst of one new prefix scatters).
-  // A prompt that finished successfully (`served`) still counts for recent_ms: the replica answers
+  // A prompt that finished successfully (`served`) still counts for recent_ms (the newest kMaxRecent
+  // per replica): the replica answers
   // before its feed publishes the stored prefix, and a closed-loop client's next request of the same
   // prefix arrives within that gap.
   using KeysPtr = std::shared_ptr<const std::vector<uint64_t>>;
