@@ -40,11 +40,12 @@ void PrefixIndex::begin_exact(ReplicaId r) {
   p.exact_live = true;
 }
 
+// The last exact view stays usable (stale: it misses changes until the next snapshot) alongside the
+// approximate set, which the router fills again while the feed is down: dropping it made every prefix
+// the replica held look uncached until the resubscription's snapshot arrived.
 void PrefixIndex::end_exact(ReplicaId r) {
   std::unique_lock lock(mu_);
-  auto& p = entry(r);
-  p.exact_live = false;
-  p.exact.clear();
+  entry(r).exact_live = false;
 }
 
 void PrefixIndex::add_exact(ReplicaId r, uint64_t parent_hash, std::span<const int32_t> tokens) {
@@ -133,8 +134,10 @@ int64_t PrefixIndex::match(ReplicaId r, std::span<const uint64_t> hashes) const 
       if (now < until) best_in_flight = std::max(best_in_flight, common_prefix(*k, hashes));
     }
   }
-  auto holds = [&](size_t i) { return p.exact_live ? p.exact.contains(hashes[i]) : p.approx.contains(hashes[i]); };
-  // Prefix-closed sets: find the first index not held by binary search.
+  auto holds = [&](size_t i) {
+    return p.exact.contains(hashes[i]) || (!p.exact_live && p.approx.contains(hashes[i]));
+  };
+  // Prefix-closed sets (and a union of two): find the first index not held by binary search.
   size_t lo = 0, hi = hashes.size();
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;

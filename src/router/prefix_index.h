@@ -1,7 +1,8 @@
 // PrefixIndex: for each replica, the prefixes it holds, as sets of chained prefix hashes
 // (router/prefix_key.h), one entry per token (or character block). Two sources per replica:
 //  - exact: replayed from the replica's cache-event stream (stored/removed spans), complete while the
-//    stream is live; a replica whose stream is live is matched against this set only;
+//    stream is live; a replica whose stream is live is matched against this set only, one whose stream
+//    was lost against its last exact set plus the approximate one until a fresh snapshot arrives;
 //  - approximate: what this router sent there, bounded to max_approx_entries per replica with
 //    least-recently-routed eviction (a prefix is touched whenever a longer one is, so eviction keeps
 //    the set prefix-closed and match() can binary-search);
@@ -33,7 +34,8 @@ class PrefixIndex {
   explicit PrefixIndex(int64_t max_approx_entries, int64_t recent_ms = kDefaultRecentMs);
 
   // Exact source. begin_exact clears the replica's exact set and marks it live (a snapshot follows);
-  // end_exact marks it stale (stream lost: matching falls back to the approximate set).
+  // end_exact marks it stale (stream lost): until the next snapshot, matching uses the last exact set
+  // together with the approximate one (what the router routes there meanwhile).
   void begin_exact(ReplicaId r);
   void end_exact(ReplicaId r);
   // A stored or removed span: tokens following the prefix named parent_hash.

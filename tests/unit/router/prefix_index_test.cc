@@ -64,9 +64,17 @@ TEST(PrefixIndex, ExactReplaysStoredAndRemovedSpans) {
   idx.remove_exact(7, ha, b);  // the leaf span was evicted
   EXPECT_EQ(idx.match(7, token_prefix_hashes(all)), 3);
   EXPECT_TRUE(idx.exact_live(7));
-  idx.end_exact(7);  // stream lost: back to what the router routed there
+  idx.end_exact(7);  // stream lost: the last exact view stays, plus what the router routes there
   EXPECT_FALSE(idx.exact_live(7));
-  EXPECT_EQ(idx.match(7, token_prefix_hashes(all)), 1);
+  EXPECT_EQ(idx.match(7, token_prefix_hashes(all)), 3);
+  std::vector<int32_t> other = {8, 9};
+  idx.record_routed(7, token_prefix_hashes(other));
+  EXPECT_EQ(idx.match(7, token_prefix_hashes(other)), 2);
+  idx.begin_exact(7);  // resubscribed: the fresh snapshot alone
+  EXPECT_EQ(idx.match(7, token_prefix_hashes(all)), 0);
+  EXPECT_EQ(idx.match(7, token_prefix_hashes(other)), 0);
+  idx.add_exact(7, 0, a);
+  EXPECT_EQ(idx.match(7, token_prefix_hashes(all)), 3);
 }
 
 TEST(PrefixIndex, InFlightPromptsCountBeforeTheFeedReportsThem) {
