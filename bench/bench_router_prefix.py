@@ -201,7 +201,8 @@ def main():
     ap.add_argument("--burst", type=int, default=32, help="hot-prefix burst requests after the workload")
     ap.add_argument("--burst-concurrency", type=int, default=12)
     ap.add_argument("--only", default="", help="run only the policies whose name contains one of these (comma-separated)")
-    ap.add_argument("--repeat", type=int, default=1, help="run the chosen policies this many times, interleaved")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="run the chosen policies this many times, interleaved, each round starting one policy later")
     ap.add_argument("--sglang-router", default="", help="python with sglang-router==0.3.2 installed")
     ap.add_argument("--before-keel", default="", help="another keel binary: its router runs cache_aware exact too")
     ap.add_argument("--replica-view", action="store_true", help="burst samples from the replicas' own gauges")
@@ -226,7 +227,10 @@ def main():
             configs.append(("sglang-router 0.3.2 cache_aware", ["sglang"]))
         chosen = [(n, e) for n, e in configs if any(o in n for o in args.only.split(","))]
         for rep in range(args.repeat):
-            for name, extra in chosen:
+            # Repeat k starts at the k-th policy: no policy always runs first (right after the replicas
+            # start, or right after another policy's burst).
+            k = rep % len(chosen)
+            for name, extra in chosen[k:] + chosen[:k]:
                 r = run_policy(keel, replicas, args, extra, reqs)
                 r["policy"] = name
                 r["repeat"] = rep

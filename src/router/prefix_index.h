@@ -29,7 +29,10 @@ using ReplicaId = uint64_t;
 class PrefixIndex {
  public:
   // recent_ms: how long a finished prompt still counts as held (covers the exact feed's lag).
-  static constexpr int64_t kDefaultRecentMs = 1000;
+  // keel serve answers at the end of an engine step but its feed drains the step's events only
+  // between steps (sched/threaded_engine.cc), so the lag can be a whole step: seconds for a CPU
+  // replica on a loaded machine.
+  static constexpr int64_t kDefaultRecentMs = 5000;
   static constexpr size_t kMaxRecent = 32;  // per replica; the newest are kept
   explicit PrefixIndex(int64_t max_approx_entries, int64_t recent_ms = kDefaultRecentMs);
 
