@@ -7,7 +7,12 @@ same policy (cache_aware) and one replica. Added latency = via-router percentile
 Router CPU time comes from /proc/<pid>/stat, so req/s per core = requests / router CPU seconds.
 Also runs bench_router_decision (replica choice without sockets).
 
+With --router-cpu C the routers run pinned to CPU C (taskset) and the backend and load generators to
+--other-cpus; then a saturation run (--peak-procs load generators x --peak-connections each) gives the
+highest request rate one router core sustains. --repeat N interleaves keel and sglang-router N times.
+
 Usage: bench/bench_router.py [--build build] [--sglang-router PYTHON] [--seconds 5] [--connections 8]
+         [--router-cpu C --other-cpus LIST] [--peak-procs 4 --peak-connections 16] [--repeat N]
   --sglang-router: a python that has sglang-router installed (pip install sglang-router==0.3.2).
 """
 import argparse
@@ -48,21 +53,59 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def load(build: pathlib.Path, port: int, seconds: float, connections: int) -> dict:
-    out = subprocess.check_output([str(build / "bench/bench_router/bench_router_load"), "127.0.0.1", str(port),
-                                   "/v1/chat/completions", BODY, str(connections), str(seconds)], text=True)
-    return json.loads(out)
+PIN = {"router": [], "other": []}  # taskset prefixes, set in main()
 
 
-def measure(name, build, port, pid, seconds, connections) -> dict:
-    load(build, port, 1.0, connections)  # warm-up: connections, pools, caches
+def load(build: pathlib.Path, port: int, seconds: float, connections: int, procs: int = 1) -> dict:
+    cmd = [*PIN["other"], str(build / "bench/bench_router/bench_router_load"), "127.0.0.1", str(port),
+           "/v1/chat/completions", BODY, str(connections), str(seconds)]
+    if procs == 1:
+        return json.loads(subprocess.check_output(cmd, text=True))
+    runs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) for _ in range(procs)]
+    parts = [json.loads(p.communicate()[0]) for p in runs]
+    return {"requests": sum(x["requests"] for x in parts), "errors": sum(x["errors"] for x in parts),
+            "rps": round(sum(x["rps"] for x in parts), 1), "p50_us": max(x["p50_us"] for x in parts),
+            "p99_us": max(x["p99_us"] for x in parts), "load_procs": procs, "connections_each": connections}
+
+
+def measure(name, build, port, pid, seconds, connections, procs=1) -> dict:
+    load(build, port, 1.0, connections, procs)  # warm-up: connections, pools, caches
     cpu0 = cpu_seconds(pid) if pid else 0.0
-    r = load(build, port, seconds, connections)
+    r = load(build, port, seconds, connections, procs)
     cpu = (cpu_seconds(pid) - cpu0) if pid else 0.0
     r["name"] = name
     r["router_cpu_s"] = round(cpu, 3)
     r["req_per_cpu_s"] = round(r["requests"] / cpu, 1) if cpu > 0 else None
+    r["cpu_us_per_req"] = round(cpu * 1e6 / r["requests"], 1) if r["requests"] and cpu > 0 else None
+    r["load_avg"] = round(os.getloadavg()[0], 2)
     return r
+
+
+def run_router(kind, build, bport, a, results):
+    """Starts one router, measures it (latency run, then the saturation run when pinned), stops it."""
+    port = free_port()
+    if kind == "keel":
+        name = "keel router (cache_aware, char keys)"
+        cmd = [*PIN["router"], str(build / "src/cli/keel"), "router", "--port", str(port), "--workers",
+               f"http://127.0.0.1:{bport}", "--http-threads", "1", "--upstream-threads", "1", "--no-access-log",
+               "--policy", "cache_aware"]
+        proc = subprocess.Popen(cmd, stderr=subprocess.DEVNULL)
+        timeout = 60
+    else:
+        name = "sglang-router 0.3.2 (cache_aware)"
+        cmd = [*PIN["router"], a.sglang_router, "-m", "sglang_router.launch_router", "--host", "127.0.0.1",
+               "--port", str(port), "--worker-urls", f"http://127.0.0.1:{bport}", "--policy", "cache_aware",
+               "--log-level", "error", "--prometheus-port", str(free_port())]
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        timeout = 120
+    try:
+        wait_http(f"http://127.0.0.1:{port}/health", timeout)
+        results.append(measure(name, build, port, proc.pid, a.seconds, a.connections))
+        if a.router_cpu is not None and a.peak_procs > 0:
+            r = measure(name + " saturated", build, port, proc.pid, a.seconds, a.peak_connections, a.peak_procs)
+            results.append(r)
+    finally:
+        stop(proc)
 
 
 def stop(proc: subprocess.Popen) -> None:
@@ -80,43 +123,36 @@ def main() -> None:
     ap.add_argument("--sglang-router", default="")
     ap.add_argument("--seconds", type=float, default=5)
     ap.add_argument("--connections", type=int, default=8)
+    ap.add_argument("--router-cpu", type=int, default=None, help="pin the routers to this CPU (taskset)")
+    ap.add_argument("--other-cpus", default="", help="CPU list for the backend and load generators")
+    ap.add_argument("--backend-threads", type=int, default=1)
+    ap.add_argument("--peak-procs", type=int, default=4, help="load generators in the saturation run (pinned only)")
+    ap.add_argument("--peak-connections", type=int, default=16, help="connections per load generator there")
+    ap.add_argument("--repeat", type=int, default=1)
     a = ap.parse_args()
     build = pathlib.Path(a.build)
+    if a.router_cpu is not None:
+        PIN["router"] = ["taskset", "-c", str(a.router_cpu)]
+    if a.other_cpus:
+        PIN["other"] = ["taskset", "-c", a.other_cpus]
     results = []
     bport = free_port()
-    backend = subprocess.Popen([str(build / "bench/bench_router/bench_router_backend"), str(bport), "1"])
-    procs = [backend]
+    backend = subprocess.Popen([*PIN["other"], str(build / "bench/bench_router/bench_router_backend"), str(bport),
+                                str(a.backend_threads)])
     try:
         wait_http(f"http://127.0.0.1:{bport}/health")
-        results.append(measure("direct", build, bport, None, a.seconds, a.connections))
-        kport = free_port()
-        keel = subprocess.Popen([str(build / "src/cli/keel"), "router", "--port", str(kport), "--workers",
-                                 f"http://127.0.0.1:{bport}", "--http-threads", "1", "--upstream-threads", "1",
-                                 "--no-access-log", "--policy", "cache_aware"], stderr=subprocess.DEVNULL)
-        procs.append(keel)
-        wait_http(f"http://127.0.0.1:{kport}/health")
-        results.append(measure("keel router (cache_aware, char keys)", build, kport, keel.pid, a.seconds,
-                               a.connections))
-        stop(keel)
-        if a.sglang_router:
-            sport = free_port()
-            sgl = subprocess.Popen([a.sglang_router, "-m", "sglang_router.launch_router", "--host", "127.0.0.1",
-                                    "--port", str(sport), "--worker-urls", f"http://127.0.0.1:{bport}", "--policy",
-                                    "cache_aware", "--log-level", "error", "--prometheus-port", str(free_port())],
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            procs.append(sgl)
-            wait_http(f"http://127.0.0.1:{sport}/health", 120)
-            results.append(measure("sglang-router 0.3.2 (cache_aware)", build, sport, sgl.pid, a.seconds,
-                                   a.connections))
-            stop(sgl)
+        for _ in range(a.repeat):
+            direct = measure("direct", build, bport, None, a.seconds, a.connections)
+            results.append(direct)
+            for kind in ["keel", "sglang"] if a.sglang_router else ["keel"]:
+                n = len(results)
+                run_router(kind, build, bport, a, results)
+                for r in results[n:]:
+                    if "saturated" not in r["name"]:
+                        r["added_p50_us"] = r["p50_us"] - direct["p50_us"]
+                        r["added_p99_us"] = r["p99_us"] - direct["p99_us"]
     finally:
-        for p in procs:
-            if p.poll() is None:
-                stop(p)
-    direct = results[0]
-    for r in results[1:]:
-        r["added_p50_us"] = r["p50_us"] - direct["p50_us"]
-        r["added_p99_us"] = r["p99_us"] - direct["p99_us"]
+        stop(backend)
     decision = subprocess.check_output([str(build / "bench/bench_router/bench_router_decision")], text=True)
     print(json.dumps({"load": results, "decision": [json.loads(x) for x in decision.splitlines()]}, indent=1))
 

@@ -18,7 +18,7 @@ wait to be sent: states the routing decisions produced, not a completion awaitin
 the drain at the burst's end).
 
 Usage: bench/bench_router_prefix.py [--build build] [--groups 8] [--per-group 6] [--concurrency 4]
-         [--sglang-router PYTHON] [--replica-view] [--only NAME]
+         [--sglang-router PYTHON] [--replica-view] [--only NAME,NAME] [--repeat N]
 """
 import argparse
 import concurrent.futures
@@ -94,6 +94,16 @@ def in_flight(base):
     return out
 
 
+def decisions(base):
+    """The router's decision counters by kind (cache_hit, imbalance, free_cache, ...)."""
+    out = {}
+    with urllib.request.urlopen(base + "/metrics", timeout=10) as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith("keel_router_decisions_total{"):
+                out[line.split('decision="')[1].split('"')[0]] = int(float(line.split()[-1]))
+    return out
+
+
 def replica_in_flight(replicas):
     """Each replica's own queued + running count."""
     return {r: metric(r, "keel_num_requests_waiting") + metric(r, "keel_num_requests_running") for r in replicas}
@@ -121,9 +131,15 @@ def hot_burst(base, n_requests, concurrency, sample):
         for f in futs:
             f.result()
     worst_ratio = max((c[-1] / c[0] for c in samples if c[0] > 0), default=None)
+    # Integer counts: with the least busy at 1, anything but all-1 is >= 2x, and going from all-1 to
+    # all-2 must pass through [2,1,1,1]; so the bound is also reported where it can hold (least >= 2)
+    # and as the share of all-busy samples within 1.5x.
+    within = [c for c in samples if c[0] > 0 and c[-1] <= 1.5 * c[0]]
     worst_spread = max((c[-1] - c[0] for c in samples), default=None)
     return {"burst_samples": len(samples), "burst_max_over_min": worst_ratio, "burst_max_minus_min": worst_spread,
             "burst_busiest_share": max((c[-1] / sum(c) for c in samples), default=None),
+            "burst_share_within_1_5": round(len(within) / len(samples), 3) if samples else None,
+            "burst_lo2_max_over_min": max((c[-1] / c[0] for c in samples if c[0] >= 2), default=None),
             "full_samples": len(full),
             "full_max_over_min": max((c[-1] / c[0] if c[0] else float("inf") for c in full), default=None),
             "full_max_minus_min": max((c[-1] - c[0] for c in full), default=None)}
@@ -140,7 +156,10 @@ def run_policy(keel, replicas, args, extra, reqs):
                "--worker-urls", *replicas, "--policy", "cache_aware", "--log-level", "error",
                "--prometheus-port", str(free_port())]
     else:
-        cmd = [keel, "router", "--port", str(port), "--workers", *replicas, "--no-access-log",
+        binary = keel
+        if extra and extra[0].startswith("--binary="):  # a router binary other than the replicas' (A/B runs)
+            binary, extra = extra[0].split("=", 1)[1], extra[1:]
+        cmd = [binary, "router", "--port", str(port), "--workers", *replicas, "--no-access-log",
                "--health-interval-ms", "200", *extra]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -161,6 +180,7 @@ def run_policy(keel, replicas, args, extra, reqs):
         wall = time.perf_counter() - t0
         after = [(metric(r, "keel_prompt_tokens_total"), metric(r, "keel_cached_prompt_tokens_total"))
                  for r in replicas]
+        picks = {} if sglang else decisions(base)
         burst = hot_burst(base, args.burst, args.burst_concurrency, sample)
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -169,7 +189,7 @@ def run_policy(keel, replicas, args, extra, reqs):
     cached = sum(a[1] - b[1] for a, b in zip(after, before))
     return {"hit_rate": round(cached / prompt, 3), "ttft_p50_ms": round(lat[len(lat) // 2] * 1e3, 1),
             "ttft_p99_ms": round(lat[min(len(lat) - 1, len(lat) * 99 // 100)] * 1e3, 1),
-            "req_per_s": round(len(reqs) / wall, 2), "burst_view": "replicas" if replica_view else "router", **burst}
+            "req_per_s": round(len(reqs) / wall, 2), "burst_view": "replicas" if replica_view else "router", "decisions": picks, **burst}
 
 
 def main():
@@ -180,8 +200,11 @@ def main():
     ap.add_argument("--concurrency", type=int, default=4)
     ap.add_argument("--burst", type=int, default=32, help="hot-prefix burst requests after the workload")
     ap.add_argument("--burst-concurrency", type=int, default=12)
-    ap.add_argument("--only", default="", help="run only the policies whose name contains this")
+    ap.add_argument("--only", default="", help="run only the policies whose name contains one of these (comma-separated)")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="run the chosen policies this many times, interleaved, each round starting one policy later")
     ap.add_argument("--sglang-router", default="", help="python with sglang-router==0.3.2 installed")
+    ap.add_argument("--before-keel", default="", help="another keel binary: its router runs cache_aware exact too")
     ap.add_argument("--replica-view", action="store_true", help="burst samples from the replicas' own gauges")
     args = ap.parse_args()
     keel = str(pathlib.Path(args.build) / "src/cli/keel")
@@ -198,16 +221,21 @@ def main():
                    ("cache_aware approximate (char keys)", []),
                    ("round_robin", ["--policy", "round_robin"]),
                    ("random", ["--policy", "random"])]
+        if args.before_keel:
+            configs.insert(1, ("cache_aware exact (--model), before", [f"--binary={args.before_keel}", "--model", str(MODEL)]))
         if args.sglang_router:
             configs.append(("sglang-router 0.3.2 cache_aware", ["sglang"]))
-        out = []
-        for name, extra in configs:
-            if args.only not in name:
-                continue
-            r = run_policy(keel, replicas, args, extra, reqs)
-            r["policy"] = name
-            out.append(r)
-            print(json.dumps(r), flush=True)
+        chosen = [(n, e) for n, e in configs if any(o in n for o in args.only.split(","))]
+        for rep in range(args.repeat):
+            # Repeat k starts at the k-th policy: no policy always runs first (right after the replicas
+            # start, or right after another policy's burst).
+            k = rep % len(chosen)
+            for name, extra in chosen[k:] + chosen[:k]:
+                r = run_policy(keel, replicas, args, extra, reqs)
+                r["policy"] = name
+                r["repeat"] = rep
+                r["load_avg"] = round(os.getloadavg()[0], 1)
+                print(json.dumps(r), flush=True)
     finally:
         for p in procs:
             p.send_signal(signal.SIGTERM)

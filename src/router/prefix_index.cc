@@ -4,11 +4,32 @@
 #include <mutex>
 #include <vector>
 
+#include "base/clock.h"
 #include "router/prefix_key.h"
 
 namespace keel::router {
 
-PrefixIndex::PrefixIndex(int64_t max_approx_entries) : max_approx_entries_(std::max<int64_t>(max_approx_entries, 1)) {}
+PrefixIndex::PrefixIndex(int64_t max_approx_entries, int64_t recent_ms)
+    : max_approx_entries_(std::max<int64_t>(max_approx_entries, 1)), recent_us_(std::max<int64_t>(recent_ms, 0) * 1000) {}
+
+namespace {
+
+// Leading entries two chained-hash key lists share. Equal at i means equal up to i, so the first
+// difference is found by binary search: O(log n) per prompt compared.
+size_t common_prefix(const std::vector<uint64_t>& a, std::span<const uint64_t> b) {
+  size_t lo = 0, hi = std::min(a.size(), b.size());
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    if (a[mid] == b[mid]) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+}  // namespace
 
 PrefixIndex::PerReplica& PrefixIndex::entry(ReplicaId r) { return replicas_[r]; }
 
@@ -19,11 +40,12 @@ void PrefixIndex::begin_exact(ReplicaId r) {
   p.exact_live = true;
 }
 
+// The last exact view stays usable (stale: it misses changes until the next snapshot) alongside the
+// approximate set, which the router fills again while the feed is down: dropping it made every prefix
+// the replica held look uncached until the resubscription's snapshot arrived.
 void PrefixIndex::end_exact(ReplicaId r) {
   std::unique_lock lock(mu_);
-  auto& p = entry(r);
-  p.exact_live = false;
-  p.exact.clear();
+  entry(r).exact_live = false;
 }
 
 void PrefixIndex::add_exact(ReplicaId r, uint64_t parent_hash, std::span<const int32_t> tokens) {
@@ -73,8 +95,9 @@ void PrefixIndex::add_in_flight(ReplicaId r, KeysPtr keys) {
   entry(r).in_flight.push_back(std::move(keys));
 }
 
-void PrefixIndex::remove_in_flight(ReplicaId r, const KeysPtr& keys) {
+void PrefixIndex::remove_in_flight(ReplicaId r, const KeysPtr& keys, bool served) {
   if (!keys || keys->empty()) return;
+  const int64_t now = now_us();
   std::unique_lock lock(mu_);
   auto it = replicas_.find(r);
   if (it == replicas_.end()) return;
@@ -83,6 +106,19 @@ void PrefixIndex::remove_in_flight(ReplicaId r, const KeysPtr& keys) {
     *pos = std::move(v.back());
     v.pop_back();
   }
+  auto& recent = it->second.recent;
+  std::erase_if(recent, [now](const auto& e) { return e.second <= now; });
+  if (!served || recent_us_ == 0) return;
+  // The same prompt again (equal last key: chained hashes) only moves its deadline.
+  auto same = std::find_if(recent.begin(), recent.end(), [&](const auto& e) {
+    return e.first->size() == keys->size() && e.first->back() == keys->back();
+  });
+  if (same != recent.end()) {
+    same->second = now + recent_us_;
+    return;
+  }
+  if (recent.size() >= kMaxRecent) recent.erase(recent.begin());  // the oldest
+  recent.emplace_back(keys, now + recent_us_);
 }
 
 int64_t PrefixIndex::match(ReplicaId r, std::span<const uint64_t> hashes) const {
@@ -91,14 +127,17 @@ int64_t PrefixIndex::match(ReplicaId r, std::span<const uint64_t> hashes) const 
   if (it == replicas_.end() || hashes.empty()) return 0;
   const PerReplica& p = it->second;
   size_t best_in_flight = 0;
-  for (const KeysPtr& k : p.in_flight) {
-    size_t n = std::min(k->size(), hashes.size());
-    size_t i = 0;
-    while (i < n && (*k)[i] == hashes[i]) ++i;  // chained hashes: equal at i means equal up to i
-    best_in_flight = std::max(best_in_flight, i);
+  for (const KeysPtr& k : p.in_flight) best_in_flight = std::max(best_in_flight, common_prefix(*k, hashes));
+  if (!p.recent.empty()) {
+    const int64_t now = now_us();
+    for (const auto& [k, until] : p.recent) {
+      if (now < until) best_in_flight = std::max(best_in_flight, common_prefix(*k, hashes));
+    }
   }
-  auto holds = [&](size_t i) { return p.exact_live ? p.exact.contains(hashes[i]) : p.approx.contains(hashes[i]); };
-  // Prefix-closed sets: find the first index not held by binary search.
+  auto holds = [&](size_t i) {
+    return p.exact.contains(hashes[i]) || (!p.exact_live && p.approx.contains(hashes[i]));
+  };
+  // Prefix-closed sets (and a union of two): find the first index not held by binary search.
   size_t lo = 0, hi = hashes.size();
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;

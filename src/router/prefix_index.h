@@ -1,10 +1,15 @@
 // PrefixIndex: for each replica, the prefixes it holds, as sets of chained prefix hashes
 // (router/prefix_key.h), one entry per token (or character block). Two sources per replica:
 //  - exact: replayed from the replica's cache-event stream (stored/removed spans), complete while the
-//    stream is live; a replica whose stream is live is matched against this set only;
+//    stream is live; a replica whose stream is live is matched against this set only, one whose stream
+//    was lost against its last exact set plus the approximate one until a fresh snapshot arrives;
 //  - approximate: what this router sent there, bounded to max_approx_entries per replica with
 //    least-recently-routed eviction (a prefix is touched whenever a longer one is, so eviction keeps
-//    the set prefix-closed and match() can binary-search).
+//    the set prefix-closed and match() can binary-search);
+//  - in flight and just finished: prompts the router sent there and has not seen finish, plus those
+//    that finished successfully within the last recent_ms, at most kMaxRecent of them (the replica
+//    publishes a stored prefix up to one feed interval after it answers, and a follower of the same
+//    prefix can arrive in between).
 // Thread-safe (one shared mutex): the proxy matches and records on io threads, feeds write from theirs.
 #pragma once
 
@@ -14,6 +19,7 @@
 #include <span>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 namespace keel::router {
@@ -22,10 +28,17 @@ using ReplicaId = uint64_t;
 
 class PrefixIndex {
  public:
-  explicit PrefixIndex(int64_t max_approx_entries);
+  // recent_ms: how long a finished prompt still counts as held (covers the exact feed's lag).
+  // keel serve answers at the end of an engine step but its feed drains the step's events only
+  // between steps (sched/threaded_engine.cc), so the lag can be a whole step: seconds for a CPU
+  // replica on a loaded machine.
+  static constexpr int64_t kDefaultRecentMs = 5000;
+  static constexpr size_t kMaxRecent = 32;  // per replica; the newest are kept
+  explicit PrefixIndex(int64_t max_approx_entries, int64_t recent_ms = kDefaultRecentMs);
 
   // Exact source. begin_exact clears the replica's exact set and marks it live (a snapshot follows);
-  // end_exact marks it stale (stream lost: matching falls back to the approximate set).
+  // end_exact marks it stale (stream lost): until the next snapshot, matching uses the last exact set
+  // together with the approximate one (what the router routes there meanwhile).
   void begin_exact(ReplicaId r);
   void end_exact(ReplicaId r);
   // A stored or removed span: tokens following the prefix named parent_hash.
@@ -38,12 +51,16 @@ class PrefixIndex {
   // In flight: a prompt the router has sent to r and not yet seen finish. Its prefix is being
   // computed there, so it counts as held even before the exact feed reports it (the feed only
   // knows a prefix once its prefill is done; without this, a burst of one new prefix scatters).
+  // A prompt that finished successfully (`served`) still counts for recent_ms (the newest kMaxRecent
+  // per replica): the replica answers
+  // before its feed publishes the stored prefix, and a closed-loop client's next request of the same
+  // prefix arrives within that gap.
   using KeysPtr = std::shared_ptr<const std::vector<uint64_t>>;
   void add_in_flight(ReplicaId r, KeysPtr keys);
-  void remove_in_flight(ReplicaId r, const KeysPtr& keys);
+  void remove_in_flight(ReplicaId r, const KeysPtr& keys, bool served = false);
 
-  // How many leading entries of `hashes` replica r holds: the longer of its set (exact if live,
-  // else approximate) and its in-flight prompts.
+  // How many leading entries of `hashes` replica r holds: the longest of its set (exact if live,
+  // else approximate), its in-flight prompts and its recently served ones.
   int64_t match(ReplicaId r, std::span<const uint64_t> hashes) const;
   bool exact_live(ReplicaId r) const;
   int64_t n_exact(ReplicaId r) const;
@@ -57,11 +74,13 @@ class PrefixIndex {
     std::unordered_map<uint64_t, uint64_t> approx;  // hash -> tick last routed
     uint64_t tick = 0;
     std::vector<KeysPtr> in_flight;
+    std::vector<std::pair<KeysPtr, int64_t>> recent;  // served prompt, until this time (us)
   };
   PerReplica& entry(ReplicaId r);  // under the unique lock
   void evict_approx(PerReplica& p);
 
   int64_t max_approx_entries_;
+  int64_t recent_us_;
   mutable std::shared_mutex mu_;
   std::unordered_map<ReplicaId, PerReplica> replicas_;
 };

@@ -64,9 +64,17 @@ TEST(PrefixIndex, ExactReplaysStoredAndRemovedSpans) {
   idx.remove_exact(7, ha, b);  // the leaf span was evicted
   EXPECT_EQ(idx.match(7, token_prefix_hashes(all)), 3);
   EXPECT_TRUE(idx.exact_live(7));
-  idx.end_exact(7);  // stream lost: back to what the router routed there
+  idx.end_exact(7);  // stream lost: the last exact view stays, plus what the router routes there
   EXPECT_FALSE(idx.exact_live(7));
-  EXPECT_EQ(idx.match(7, token_prefix_hashes(all)), 1);
+  EXPECT_EQ(idx.match(7, token_prefix_hashes(all)), 3);
+  std::vector<int32_t> other = {8, 9};
+  idx.record_routed(7, token_prefix_hashes(other));
+  EXPECT_EQ(idx.match(7, token_prefix_hashes(other)), 2);
+  idx.begin_exact(7);  // resubscribed: the fresh snapshot alone
+  EXPECT_EQ(idx.match(7, token_prefix_hashes(all)), 0);
+  EXPECT_EQ(idx.match(7, token_prefix_hashes(other)), 0);
+  idx.add_exact(7, 0, a);
+  EXPECT_EQ(idx.match(7, token_prefix_hashes(all)), 3);
 }
 
 TEST(PrefixIndex, InFlightPromptsCountBeforeTheFeedReportsThem) {
@@ -79,6 +87,31 @@ TEST(PrefixIndex, InFlightPromptsCountBeforeTheFeedReportsThem) {
   EXPECT_EQ(idx.match(3, token_prefix_hashes(a)), 4);
   idx.remove_in_flight(3, keys);
   EXPECT_EQ(idx.match(3, token_prefix_hashes(a)), 0);
+}
+
+// The replica answers before its feed publishes the stored prefix: a prompt it served keeps counting
+// for the grace period, one that failed does not, and after the grace the exact set alone decides.
+TEST(PrefixIndex, ServedPromptsCountUntilTheFeedCatchesUp) {
+  std::vector<int32_t> a = {1, 2, 3, 4}, b = {1, 2, 3, 7};
+  auto keys = std::make_shared<const std::vector<uint64_t>>(token_prefix_hashes(a));
+  PrefixIndex idx(1000, /*recent_ms=*/60'000);
+  idx.begin_exact(3);
+  idx.add_in_flight(3, keys);
+  idx.remove_in_flight(3, keys, /*served=*/true);
+  EXPECT_EQ(idx.match(3, token_prefix_hashes(b)), 3);
+  auto failed = std::make_shared<const std::vector<uint64_t>>(token_prefix_hashes(a));
+  idx.begin_exact(4);
+  idx.add_in_flight(4, failed);
+  idx.remove_in_flight(4, failed, /*served=*/false);
+  EXPECT_EQ(idx.match(4, token_prefix_hashes(b)), 0);
+
+  PrefixIndex expired(1000, /*recent_ms=*/0);  // no grace: only the feed's set
+  expired.begin_exact(3);
+  expired.add_in_flight(3, keys);
+  expired.remove_in_flight(3, keys, /*served=*/true);
+  EXPECT_EQ(expired.match(3, token_prefix_hashes(b)), 0);
+  expired.add_exact(3, 0, a);
+  EXPECT_EQ(expired.match(3, token_prefix_hashes(b)), 3);
 }
 
 }  // namespace
