@@ -70,12 +70,31 @@ void utf8_alternatives(const CharClass& cls, std::vector<ByteSeq>& alts) {
   }
 }
 
-std::string set_key(const ByteSet& set) { return set.to_string(); }
+// The set's storage as it is (32 bytes): keys only compared within one compilation.
+void append_key(std::string& out, const ByteSet& set) {
+  static_assert(sizeof(ByteSet) == 32);
+  out.append(reinterpret_cast<const char*>(&set), sizeof(ByteSet));
+}
+
+std::string set_key(const ByteSet& set) {
+  std::string out;
+  append_key(out, set);
+  return out;
+}
 
 // Lowers alternatives of byte-set sequences with shared work factored out: sequences with equal
 // tails merge their first sets, then sequences with equal first sets share one prefix. Keeps the
 // number of Earley items a character prediction creates small (about 10 for "any character").
+// Identical groups (the continuation bytes of every class with the same multi-byte part, an escape's
+// hex digits) are emitted once per grammar and shared (GrammarBuilder::memo).
 Symbol build_factored(GrammarBuilder& b, std::vector<ByteSeq> alts, std::string_view name) {
+  std::string memo_key = "factored:";
+  memo_key += name;
+  for (const ByteSeq& a : alts) {
+    memo_key += static_cast<char>(a.size());
+    for (const ByteSet& set : a) append_key(memo_key, set);
+  }
+  if (const Symbol* sym = b.memo(memo_key)) return *sym;
   std::map<std::string, size_t> by_tail;
   std::vector<ByteSeq> merged;
   bool has_empty = false;
@@ -85,7 +104,7 @@ Symbol build_factored(GrammarBuilder& b, std::vector<ByteSeq> alts, std::string_
       continue;
     }
     std::string key;
-    for (size_t i = 1; i < a.size(); ++i) key += set_key(a[i]);
+    for (size_t i = 1; i < a.size(); ++i) append_key(key, a[i]);
     auto [it, inserted] = by_tail.try_emplace(key, merged.size());
     if (inserted) {
       merged.push_back(std::move(a));
@@ -111,7 +130,7 @@ Symbol build_factored(GrammarBuilder& b, std::vector<ByteSeq> alts, std::string_
     }
     out.push_back(std::move(seq));
   }
-  return b.choice(std::move(out), name);
+  return b.memo(std::move(memo_key), b.choice(std::move(out), name));
 }
 
 ByteSeq literal_seq(std::string_view text) {
@@ -193,6 +212,7 @@ Symbol emit_char_class(GrammarBuilder& b, const CharClass& cls, CharEncoding enc
   }
   // JSON string: the characters that must be escaped get their one canonical spelling.
   CharClass raw;
+  std::vector<CharClass::Range> ascii;  // raw characters up to 0x5C, as runs (added at once below)
   for (const CharClass::Range& r : cls.ranges()) {
     for (uint32_t cp = r.lo; cp <= std::min<uint32_t>(r.hi, 0x5C); ++cp) {
       switch (cp) {
@@ -211,13 +231,16 @@ Symbol emit_char_class(GrammarBuilder& b, const CharClass& cls, CharEncoding enc
             low.set(static_cast<uint8_t>(fmt::format("{:x}", cp & 15)[0]));
             s.push_back(low);
             alts.push_back(std::move(s));
+          } else if (!ascii.empty() && ascii.back().hi + 1 == cp) {
+            ascii.back().hi = cp;
           } else {
-            raw.add(cp, cp);
+            ascii.push_back({cp, cp});
           }
       }
     }
     if (r.hi > 0x5C) raw.add(std::max<uint32_t>(r.lo, 0x5D), r.hi);
   }
+  for (CharClass::Range r : ascii) raw.add(r.lo, r.hi);
   utf8_alternatives(raw, alts);
   return build_factored(b, std::move(alts), "char");
 }

@@ -228,6 +228,22 @@ ByteSet EarleyParser::next_bytes() const {
   return out;
 }
 
+ByteSet EarleyParser::equivalent_bytes(uint8_t b) const {
+  ByteSet out;
+  out.set();
+  for (uint32_t i = col_begin_[col_begin_.size() - 2], e = col_begin_.back(); i < e; ++i) {
+    const FlatSymbol& s = g_.symbol(items_[i].pos);
+    if (s.kind != FlatSymbol::Kind::kBytes) continue;
+    const ByteSet& set = g_.byte_set(s.index);
+    if (set.test(b)) {
+      out &= set;
+    } else {
+      out &= ~set;
+    }
+  }
+  return out;
+}
+
 void EarleyParser::kernel_positions(std::vector<uint32_t>& out) const {
   out.clear();
   const auto col = static_cast<uint32_t>(flags_.size() - 1);

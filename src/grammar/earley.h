@@ -46,6 +46,9 @@ class EarleyParser {
   StateTable::State state() const { return col_state_.back(); }
   // Bytes some item of the last column can scan.
   ByteSet next_bytes() const;
+  // The bytes that every item of the last column treats as it treats b (each item's byte set holds
+  // all of them or none), b included: pushing any of them builds the same next column.
+  ByteSet equivalent_bytes(uint8_t b) const;
   // Distinct positions of the last column's kernel items (started in an earlier column, dot before
   // a symbol): every other item of the column descends from one of them by prediction. In the first
   // column, the start rule's positions.

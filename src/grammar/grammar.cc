@@ -174,6 +174,16 @@ Symbol GrammarBuilder::repeat(Sequence body, int64_t min, int64_t max) {
   return ref(r);
 }
 
+const Symbol* GrammarBuilder::memo(const std::string& key) const {
+  auto it = memo_.find(key);
+  return it == memo_.end() ? nullptr : &it->second;
+}
+
+Symbol GrammarBuilder::memo(std::string key, Symbol sym) {
+  if (status_.ok()) memo_.emplace(std::move(key), sym);
+  return sym;
+}
+
 Grammar GrammarBuilder::snapshot(RuleId root) const {
   Grammar g = g_;
   g.root = root;

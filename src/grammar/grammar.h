@@ -77,6 +77,12 @@ class GrammarBuilder {
   // 0..n copies of item.
   Symbol up_to(Symbol item, int64_t n);
 
+  // Hash-consing for front ends that emit the same finished sub-grammar many times (character
+  // classes): the symbol stored under `key`, or null. A stored symbol is shared, so its rules must be
+  // complete when stored and never extended afterwards.
+  const Symbol* memo(const std::string& key) const;
+  Symbol memo(std::string key, Symbol sym);
+
   // A copy of the grammar built so far, rooted at `root` (rules still being built match less).
   Grammar snapshot(RuleId root) const;
 
@@ -91,6 +97,7 @@ class GrammarBuilder {
   size_t n_symbols_ = 0;
   Status status_;
   std::unordered_map<ByteSet, uint32_t> byte_set_ids_;
+  std::unordered_map<std::string, Symbol> memo_;
   int32_t empty_rule_ = -1;
 };
 

@@ -410,6 +410,21 @@ Result<regex_detail::Node> regex_detail::parse_regex(std::string_view pattern) {
 
 Result<Symbol> regex_to_symbol(GrammarBuilder& b, std::string_view pattern, const RegexOptions& opts) {
   KEEL_ASSIGN_OR_RETURN(Node root, Parser(pattern).parse());
+  // A top-level alternative unanchored at an end is padded with "any text", which makes the grammar
+  // ambiguous: the Earley columns of such a string keep items for every place the match may have
+  // started, so no two columns share a state and every token walk steps the parser. Determinised
+  // instead when the DFA stays small (same language: the NFA behind it is the one the key sets use).
+  if (opts.search) {
+    bool padded = false;
+    for (const Node& top : root.kind == Node::Kind::kAlt ? root.kids : std::vector<Node>{root}) {
+      const bool seq = top.kind == Node::Kind::kSeq && !top.kids.empty();
+      padded |= !(seq && top.kids.front().kind == Node::Kind::kBegin) || !(seq && top.kids.back().kind == Node::Kind::kEnd);
+    }
+    if (padded) {
+      constexpr size_t kMaxSearchDfaStates = 256;
+      if (auto dfa = regex_search_dfa(b, pattern, opts.encoding, kMaxSearchDfaStates); dfa.ok()) return dfa;
+    }
+  }
   Emitter emitter(b, opts);
   std::vector<Sequence> alts;
   if (root.kind == Node::Kind::kAlt) {

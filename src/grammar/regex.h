@@ -32,6 +32,10 @@ Result<Symbol> regex_to_symbol(GrammarBuilder& b, std::string_view pattern, cons
 enum class KeySet { kPatternMinusNames, kNeither };
 Result<Symbol> regex_key_set(GrammarBuilder& b, std::string_view pattern, const std::vector<std::string>& names,
                              KeySet which, CharEncoding enc);
+// The strings a JSON Schema (search-semantics) pattern matches, determinised (regex_keys.cc): an
+// unambiguous grammar whose Earley states stay few inside a string, unlike ".* P .*" padding.
+// kUnsupported past max_states DFA states.
+Result<Symbol> regex_search_dfa(GrammarBuilder& b, std::string_view pattern, CharEncoding enc, size_t max_states);
 // Whether a JSON Schema (search-semantics) pattern matches every string: some top-level alternative
 // matches the empty string and is not anchored at both ends. False when unsure or invalid.
 bool regex_matches_everything(std::string_view pattern);

@@ -1,5 +1,6 @@
 // Object keys by pattern, for patternProperties next to additionalProperties: the strings a pattern
-// matches minus a set of names, or those matching neither the pattern nor a name. The pattern's
+// matches minus a set of names, or those matching neither the pattern nor a name; and (no names)
+// unanchored JSON Schema patterns as a DFA (regex_to_symbol). The pattern's
 // NFA (regex_length.cc) joined with the names as literal chains is determinised over character
 // ranges (subset construction; states capped), so the complement is exact; the DFA is emitted
 // left-linear, as regex_length.cc does.
@@ -26,10 +27,10 @@ StateSet closure(const regex_detail::Nfa& a, StateSet seed) {
   return StateSet(seen.begin(), seen.end());
 }
 
-}  // namespace
-
-Result<Symbol> regex_key_set(GrammarBuilder& b, std::string_view pattern, const std::vector<std::string>& names,
-                             KeySet which, CharEncoding enc) {
+// The strings `pattern` matches (search semantics), with `names` removed or (kNeither) the strings
+// matching neither, as a left-linear DFA grammar; kUnsupported past max_states.
+Result<Symbol> dfa_key_set(GrammarBuilder& b, std::string_view pattern, const std::vector<std::string>& names,
+                           KeySet which, CharEncoding enc, size_t max_states) {
   KEEL_ASSIGN_OR_RETURN(auto built, regex_detail::pattern_nfa(pattern, true));
   regex_detail::Nfa& a = built.first;
   const int final_pattern = built.second;
@@ -56,7 +57,7 @@ Result<Symbol> regex_key_set(GrammarBuilder& b, std::string_view pattern, const 
   auto id_of = [&](const StateSet& s) -> Result<RuleId> {
     auto it = ids.find(s);
     if (it != ids.end()) return it->second;
-    if (ids.size() >= kMaxDfaStates)
+    if (ids.size() >= max_states)
       return make_error(ErrorCode::kUnsupported, "pattern too large to determinise for the keys it does not match");
     RuleId r = b.add_rule("key_dfa");
     ids.emplace(s, r);
@@ -99,6 +100,17 @@ Result<Symbol> regex_key_set(GrammarBuilder& b, std::string_view pattern, const 
   }
   if (ends.empty()) return b.never("key_dfa");
   return b.choice(std::move(ends), "key_dfa");
+}
+
+}  // namespace
+
+Result<Symbol> regex_key_set(GrammarBuilder& b, std::string_view pattern, const std::vector<std::string>& names,
+                             KeySet which, CharEncoding enc) {
+  return dfa_key_set(b, pattern, names, which, enc, kMaxDfaStates);
+}
+
+Result<Symbol> regex_search_dfa(GrammarBuilder& b, std::string_view pattern, CharEncoding enc, size_t max_states) {
+  return dfa_key_set(b, pattern, {}, KeySet::kPatternMinusNames, enc, max_states);
 }
 
 }  // namespace keel::grammar

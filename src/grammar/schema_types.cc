@@ -3,6 +3,7 @@
 #include <array>
 #include <cmath>
 #include <map>
+#include <utility>
 
 #include "grammar/char_class.h"
 #include "grammar/compiled_grammar.h"
@@ -159,18 +160,39 @@ Result<Symbol> SchemaCompiler::key_not_in(const std::vector<std::string>& names)
     trie[cur].terminal = true;
   }
   const Symbol rest = b_.group({b_.star({json_char()}), b_.byte('"')}, "key_rest");
+  // "Any character but the names' next ones" comes in two parts, so the nodes share most of it: the
+  // plain ASCII characters (one raw byte each: printable, not '"' or '\\') as one byte set, and all
+  // other characters (escapes, controls, non-ASCII) as one symbol made once, unless a name continues
+  // with such a character at that node.
+  CharClass plain;
+  for (auto [lo, hi] : {std::pair<uint32_t, uint32_t>{0x20, 0x21}, {0x23, 0x5B}, {0x5D, 0x7E}}) plain.add(lo, hi);
+  const CharClass non_plain = plain.negated();
+  const Symbol any_non_plain = emit_char_class(b_, non_plain, CharEncoding::kJsonString);
   std::vector<RuleId> rules(trie.size());
   for (size_t i = 0; i < trie.size(); ++i) rules[i] = b_.add_rule("key_not_in");
   for (size_t i = 0; i < trie.size(); ++i) {
     if (!trie[i].terminal) b_.add_alt(rules[i], {b_.byte('"')});
-    CharClass others = CharClass::any();
-    CharClass used;
+    ByteSet other_plain;
+    for (const CharClass::Range& r : plain.ranges())
+      for (uint32_t c = r.lo; c <= r.hi; ++c) other_plain.set(c);
+    CharClass used_non_plain;
     for (auto& [cp, kid] : trie[i].kids) {
-      used.add(cp, cp);
-      b_.add_alt(rules[i], {emit_char_class(b_, CharClass::of(cp), CharEncoding::kJsonString), b_.ref(rules[kid])});
+      if (plain.contains(cp)) {
+        other_plain.reset(cp);
+        b_.add_alt(rules[i], {b_.byte(static_cast<uint8_t>(cp)), b_.ref(rules[kid])});
+      } else {
+        used_non_plain.add(cp, cp);
+        b_.add_alt(rules[i], {emit_char_class(b_, CharClass::of(cp), CharEncoding::kJsonString), b_.ref(rules[kid])});
+      }
     }
-    others = used.negated();
-    if (!others.empty()) b_.add_alt(rules[i], {emit_char_class(b_, others, CharEncoding::kJsonString), rest});
+    if (other_plain.any()) b_.add_alt(rules[i], {b_.bytes(other_plain), rest});
+    if (used_non_plain.empty()) {
+      b_.add_alt(rules[i], {any_non_plain, rest});
+    } else {
+      used_non_plain.add(plain);
+      const CharClass others = used_non_plain.negated();
+      if (!others.empty()) b_.add_alt(rules[i], {emit_char_class(b_, others, CharEncoding::kJsonString), rest});
+    }
   }
   KEEL_RETURN_IF_ERROR(b_.check_budget());
   return b_.group({b_.byte('"'), b_.ref(rules[0])}, "key");

@@ -32,6 +32,10 @@ StateWalker::Step StateWalker::step(uint32_t d, uint8_t b) {
   pushed_ = synced_;
   for (; pushed_ < d; ++pushed_) KEEL_CHECK(parser_.push_byte(path_[pushed_]), "walked path no longer parses");
   synced_ = d;
+  // Bytes this column cannot tell from b lead to the same column: one parser step fills them all
+  // (a string body's printable characters, a UTF-8 lead-byte range), so a walk through states it
+  // has not seen costs a step per byte class, not per trie branch.
+  const ByteSet same = s != StateTable::kNone ? parser_.equivalent_bytes(b) : ByteSet();
   Step out{StateTable::kDead, 0};
   if (parser_.push_byte(b)) {
     ++pushed_;
@@ -39,7 +43,10 @@ StateWalker::Step StateWalker::step(uint32_t d, uint8_t b) {
     out = {parser_.state(), parser_.flags()};
     if (out.state != StateTable::kNone) table_.fill_dead(out.state, parser_.next_bytes());
   }
-  if (s != StateTable::kNone && out.state != StateTable::kNone) table_.set_next(s, b, out.state);
+  if (s != StateTable::kNone && out.state != StateTable::kNone) {
+    for (int c = 0; c < 256; ++c)
+      if (same.test(c)) table_.set_next(s, static_cast<uint8_t>(c), out.state);
+  }
   state_[d + 1] = out.state;
   return out;
 }
