@@ -289,97 +289,26 @@ Result<Symbol> SchemaCompiler::compile_object(const Json& s, const std::string& 
   }
   KEEL_ASSIGN_OR_RETURN(auto min_props, count_keyword(s, "minProperties", ptr));
   KEEL_ASSIGN_OR_RETURN(auto max_props, count_keyword(s, "maxProperties", ptr));
-  const auto n_required = static_cast<int64_t>(std::count_if(props.begin(), props.end(), [](const Prop& p) { return p.required; }));
-  bool need_one = false;
-  if (min_props && *min_props > n_required) {
-    if (*min_props > 1) return unsupported("minProperties", ptr, "above 1 and above the required count");
-    need_one = true;
+  std::vector<std::pair<Symbol, bool>> listed;
+  for (const Prop& prop : props) {
+    Sequence kv = b_.literal(Json(prop.name).dump(-1, ' ', false, Json::error_handler_t::replace));
+    for (Symbol x : kv_tail(prop.value)) kv.push_back(x);
+    listed.emplace_back(b_.group(std::move(kv), "kv"), prop.required);
   }
-  if (max_props && (extra_kv || static_cast<int64_t>(props.size()) > *max_props))
-    return unsupported("maxProperties", ptr, "below the number of properties the object may hold");
-
-  // P[i][first]: properties i.. given whether nothing was written yet; then the extra properties.
-  Sequence comma = ws();
-  comma.push_back(b_.byte(','));
-  for (Symbol x : ws()) comma.push_back(x);
-  const size_t n = props.size();
-  std::vector<std::array<RuleId, 2>> p(n + 1);
-  for (auto& r : p) r = {b_.add_rule("props"), b_.add_rule("props_first")};
-  for (int first = 0; first < 2; ++first) {
-    RuleId end = p[n][first];
-    if (!(first && need_one)) b_.add_alt(end, {});
-    if (extra_kv) {
-      Sequence more = comma;
-      more.push_back(*extra_kv);
-      Symbol tail = b_.star(std::move(more));
-      Sequence one = first ? ws() : comma;
-      one.push_back(*extra_kv);
-      one.push_back(tail);
-      b_.add_alt(end, std::move(one));
-    }
-  }
-  for (size_t i = n; i-- > 0;) {
-    Sequence kv = b_.literal(Json(props[i].name).dump(-1, ' ', false, Json::error_handler_t::replace));
-    for (Symbol x : kv_tail(props[i].value)) kv.push_back(x);
-    Symbol kv_sym = b_.group(std::move(kv), "kv");
-    for (int first = 0; first < 2; ++first) {
-      Sequence with = first ? ws() : comma;
-      with.push_back(kv_sym);
-      with.push_back(b_.ref(p[i + 1][0]));
-      b_.add_alt(p[i][first], std::move(with));
-      if (!props[i].required) b_.add_alt(p[i][first], {b_.ref(p[i + 1][first])});
-    }
-  }
+  // A maximum that no object of this shape can exceed asserts nothing (and costs no counting).
+  int64_t hi = max_props.value_or(-1);
+  if (hi >= 0 && !extra_kv && static_cast<int64_t>(props.size()) <= hi) hi = -1;
+  // So does a minimum the required properties reach.
+  const auto n_required = std::count_if(props.begin(), props.end(), [](const Prop& p) { return p.required; });
+  const int64_t lo = min_props.value_or(0) <= n_required ? 0 : *min_props;
+  KEEL_ASSIGN_OR_RETURN(Symbol members, object_members(listed, extra_kv, lo, hi, ptr));
   // Each member brings the whitespace before it, so every gap (also in "{ }") is one bounded run.
   Sequence obj{b_.byte('{')};
-  obj.push_back(b_.ref(p[0][1]));
+  obj.push_back(members);
   for (Symbol x : ws()) obj.push_back(x);
   obj.push_back(b_.byte('}'));
   KEEL_RETURN_IF_ERROR(b_.check_budget());
   return b_.group(std::move(obj), "object");
-}
-
-// `contains` with minContains m (default 1): arrays with at least m items matching it, every item
-// matching `items`. Left-linear over "items so far that match contains" (saturating at m).
-Result<std::optional<Symbol>> SchemaCompiler::compile_contains(const Json& s, const std::string& ptr, int depth) {
-  if (!s.contains("contains")) return std::optional<Symbol>();
-  KEEL_ASSIGN_OR_RETURN(auto min_contains, count_keyword(s, "minContains", ptr));
-  if (s.contains("maxContains")) return unsupported("maxContains", ptr);
-  const int64_t m = min_contains.value_or(1);
-  if (m == 0) return std::optional<Symbol>();  // every array has at least zero matches
-  if (m > 64) return unsupported("minContains", ptr, "above 64");
-  for (const char* k : {"prefixItems", "additionalItems", "minItems", "maxItems"})
-    if (s.contains(k)) return unsupported("contains", ptr, fmt::format("next to '{}'", k));
-  const Json items = s.contains("items") ? s["items"] : Json(true);
-  if (items.is_array()) return unsupported("contains", ptr, "next to tuple 'items'");
-  KEEL_ASSIGN_OR_RETURN(Symbol any_item, compile(items, ptr + "/items", depth + 1));
-  KEEL_ASSIGN_OR_RETURN(Symbol hit, compile(Json{{"allOf", Json::array({items, s["contains"]})}}, ptr + "/contains", depth + 1));
-  Sequence comma = ws();
-  comma.push_back(b_.byte(','));
-  for (Symbol x : ws()) comma.push_back(x);
-  std::vector<RuleId> t(static_cast<size_t>(m) + 1);  // t[c]: one or more items, c of them hits (max m)
-  for (RuleId& r : t) r = b_.add_rule("contains");
-  auto add = [&](RuleId to, std::optional<RuleId> from, Symbol item) {
-    Sequence seq;
-    if (from) {
-      seq.push_back(b_.ref(*from));
-      seq.insert(seq.end(), comma.begin(), comma.end());
-    } else {
-      seq = ws();
-    }
-    seq.push_back(item);
-    b_.add_alt(to, std::move(seq));
-  };
-  add(t[0], std::nullopt, any_item);
-  add(t[1], std::nullopt, hit);
-  for (size_t c = 0; c < t.size(); ++c) {
-    add(t[c], t[c], any_item);
-    add(t[std::min(c + 1, t.size() - 1)], t[c], hit);
-  }
-  Sequence arr{b_.byte('['), b_.ref(t.back())};
-  for (Symbol x : ws()) arr.push_back(x);
-  arr.push_back(b_.byte(']'));
-  return std::optional<Symbol>(b_.group(std::move(arr), "array"));
 }
 
 Result<Symbol> SchemaCompiler::compile_array(const Json& s, const std::string& ptr, int depth) {
@@ -472,6 +401,18 @@ Result<Symbol> SchemaCompiler::compile_string(const Json& s, const std::string& 
   } else if (s.contains("pattern")) {
     if (!s["pattern"].is_string()) return bad("pattern", ptr, "a string");
     pattern = s["pattern"].get<std::string>();
+  }
+  if (s.contains(kNotPattern)) {
+    const Json& p = s[std::string(kNotPattern)];
+    if (!p.is_string()) return bad(kNotPattern, ptr, "a string");
+    if (pattern || has_len || s.contains(kStringNotIn))
+      return unsupported("not", ptr, "a negated pattern next to pattern/format/length/enum");
+    auto sym = regex_key_set(b_, p.get<std::string>(), {}, KeySet::kNeither, CharEncoding::kJsonString);
+    if (!sym.ok()) {
+      if (sym.status().code() != ErrorCode::kUnsupported) return sym.status().with_context(fmt::format("pattern at '#{}'", ptr));
+      return unsupported("not", ptr, fmt::format("the negated pattern ({})", sym.status().message()));
+    }
+    return b_.group({b_.byte('"'), *sym, b_.byte('"')}, "string");
   }
   if (s.contains(kStringNotIn)) {
     std::vector<std::string> names;
