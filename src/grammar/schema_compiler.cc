@@ -14,13 +14,13 @@ namespace {
 constexpr int kMaxDepth = 64;
 constexpr size_t kMaxEnumChecks = 4096;
 
-constexpr std::array<std::string_view, 46> kAssertions = {
+constexpr std::array<std::string_view, 47> kAssertions = {
     "type", "enum", "const", "properties", "required", "additionalProperties", "patternProperties", "items",
     "prefixItems", "additionalItems", "minItems", "maxItems", "minLength", "maxLength", "pattern", "format",
     "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "anyOf", "oneOf", "allOf", "$ref",
     "minProperties", "maxProperties", "uniqueItems", "unevaluatedProperties", "unevaluatedItems", "nullable", "not",
     "if", "then", "else", "dependentRequired", "dependentSchemas", "dependencies", "propertyNames", "contains",
-    "minContains", "maxContains", "multipleOf", "$dynamicRef", "$recursiveRef", kStringNotIn, kNotPattern};
+    "minContains", "maxContains", "multipleOf", "$dynamicRef", "$recursiveRef", kStringNotIn, kNotPattern, kNotInteger};
 
 Status unsupported(std::string_view keyword, const std::string& ptr, std::string_view detail = "") {
   return make_error(ErrorCode::kUnsupported, "JSON Schema keyword '{}' at '{}' is not supported{}{}", keyword,

@@ -37,10 +37,17 @@ Result<Json> rewrite_not(const Json& s, const std::string& ptr, const Json& root
 Result<std::optional<Json>> negate_value_keyword(const Json& s, const std::string& k, const std::string& ptr,
                                                  int depth, const Json& root);
 Result<Json> numbers_outside(std::vector<Json> values);
+// schema_refs.cc: the schema with every $ref (and static $dynamicRef) rewritten to a '#/...' pointer
+// from its root, resolved against $id base URIs, $anchor / $dynamicAnchor names and the supplied
+// documents (embedded under kDocumentsKey).
+inline constexpr std::string_view kDocumentsKey = "$keelDocuments";
+Result<Json> resolve_references(const Json& schema, const SchemaDocuments* docs);
 // The schema a '#/...' reference names within `root` (kUnsupported for other forms).
 Result<const Json*> resolve_pointer(const Json& root, const std::string& ref, const std::string& ptr);
 // The internal keyword for "a string the pattern does not match" (the negation of `pattern`).
 inline constexpr std::string_view kNotPattern = "$keelNotPattern";
+// The internal keyword for "a number that is not an integer" (the negation of type integer).
+inline constexpr std::string_view kNotInteger = "$keelNotInteger";
 // if/then/else as allOf: anyOf [allOf [if, then], allOf [not if, else]]; kUnsupported naming 'if'
 // when the condition has no exact negation.
 Result<Json> rewrite_if(const Json& s, const std::string& ptr, const Json& root);

@@ -35,11 +35,15 @@ Result<Json> negate_type(const Json& t, const std::string& ptr) {
       named.insert(x.get<std::string>());
     }
   if (named.empty()) return make_error(ErrorCode::kInvalidArgument, "'type' at '#{}' must name types", ptr);
-  if (named.count("integer") && !named.count("number"))
-    return unsupported_not(ptr, "the negation of 'integer' (non-integral numbers) has no exact grammar");
+  const bool integer_only = named.count("integer") && !named.count("number");
   Json rest = Json::array();
   for (const char* type : {"null", "boolean", "object", "array", "string", "number"})
-    if (!named.count(type)) rest.push_back(type);
+    if (!named.count(type) && !(integer_only && std::string_view(type) == "number")) rest.push_back(type);
+  if (integer_only) {  // numbers that are not integers
+    Json non_integer{{"type", "number"}, {std::string(kNotInteger), true}};
+    if (rest.empty()) return non_integer;
+    return Json{{"anyOf", Json::array({Json{{"type", rest}}, std::move(non_integer)})}};
+  }
   if (rest.empty()) return Json(false);
   return Json{{"type", rest}};
 }

@@ -9,10 +9,13 @@
 //   not {"contains": s}           -> a non-array, or an array whose items all fail s
 //   not {"prefixItems": [p0..]}   -> a non-array, or an array whose item i exists and fails p_i
 //   not {"enum"/"const": numbers} -> numbers outside the values: the open intervals between them
+//   not of the internal $keelNotPattern / $keelNotInteger -> back to pattern / integer
+//   not {"format": f}, f a name JSON Schema does not define -> false (f is an annotation)
 // A keyword these do not cover returns nullopt and schema_not.cc reports it.
 #include <algorithm>
 #include <cmath>
 
+#include "grammar/json_formats.h"
 #include "grammar/schema_compiler.h"
 
 namespace keel::grammar::detail {
@@ -78,6 +81,11 @@ Result<std::optional<Json>> negate_value_keyword(const Json& s, const std::strin
     if (!v.is_string()) return bad(k, ptr, "a string");
     return Opt(either("string", Json{{std::string(kNotPattern), v}}));
   }
+  if (k == kNotPattern) return Opt(either("string", Json{{"pattern", v}}));
+  if (k == kNotInteger) return Opt(Json{{"type", Json::array({"null", "boolean", "object", "array", "string", "integer"})}});
+  if (k == "format" && v.is_string() && !format_pattern(v.get<std::string>()) &&
+      !is_standard_format(v.get<std::string>()))
+    return Opt(Json(false));  // an annotation: it holds for every value
   if (k == "contains") {
     if (s.contains("minContains") || s.contains("maxContains"))
       return make_error(ErrorCode::kUnsupported,

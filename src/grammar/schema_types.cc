@@ -395,10 +395,15 @@ Result<Symbol> SchemaCompiler::compile_string(const Json& s, const std::string& 
   if (s.contains("format")) {
     if (!s["format"].is_string()) return bad("format", ptr, "a string");
     pattern = format_pattern(s["format"].get<std::string>());
-    if (!pattern) return unsupported("format", ptr, fmt::format("format '{}'", s["format"].get<std::string>()));
-    pattern_kw = "format";
-    if (s.contains("pattern")) return unsupported("pattern", ptr, "together with format");
-  } else if (s.contains("pattern")) {
+    if (pattern) {
+      pattern_kw = "format";
+      if (s.contains("pattern")) return unsupported("pattern", ptr, "together with format");
+    } else if (is_standard_format(s["format"].get<std::string>())) {
+      return unsupported("format", ptr, fmt::format("format '{}'", s["format"].get<std::string>()));
+    }
+    // Any other name is no format JSON Schema defines: an annotation, which validators ignore.
+  }
+  if (!pattern && s.contains("pattern")) {
     if (!s["pattern"].is_string()) return bad("pattern", ptr, "a string");
     pattern = s["pattern"].get<std::string>();
   }
@@ -466,6 +471,15 @@ Result<Symbol> SchemaCompiler::compile_number(const Json& s, const std::string& 
     KEEL_RETURN_IF_ERROR(tighten(lo, s["exclusiveMinimum"], true, true));
   if (s.contains("exclusiveMaximum") && !s["exclusiveMaximum"].is_boolean())
     KEEL_RETURN_IF_ERROR(tighten(hi, s["exclusiveMaximum"], true, false));
+  if (s.contains(kNotInteger)) {
+    // Non-integral numbers, written without exponent (1.5e1 is the integer 15): a fraction with a
+    // non-zero digit.
+    if (integer) return b_.never("not_integer");
+    if (lo || hi || s.contains("multipleOf")) return unsupported("not", ptr, "'integer' negated next to numeric bounds");
+    auto sym = regex_to_symbol(b_, "-?(0|[1-9][0-9]*)\\.[0-9]*[1-9][0-9]*", {.encoding = CharEncoding::kUtf8});
+    if (!sym.ok()) return sym.status();
+    return sym;
+  }
   int max_frac = -1;
   if (s.contains("multipleOf")) {
     const Json& m = s["multipleOf"];

@@ -57,6 +57,26 @@ TEST(SchemaNegation, PatternContainsPrefixItemsAndNumbers) {
   check(std::begin(cases), std::end(cases));
 }
 
+TEST(SchemaNegation, IntegerAndUnknownFormats) {
+  const char* nint = R"({"not":{"type":"integer"}})";
+  const char* fmt = R"({"type":"string","format":"no-such-format"})";
+  const char* nfmt = R"({"not":{"format":"no-such-format"}})";
+  const char* known = R"({"not":{"format":"email"}})";
+  const Case cases[] = {
+      {nint, "1", false},   {nint, "1.0", false}, {nint, "-20", false}, {nint, "1.5", true}, {nint, "-0.25", true},
+      {nint, R"("1")", true}, {nint, "null", true},
+      {fmt, R"("anything at all")", true}, {fmt, "3", false},
+      {nfmt, R"("x")", false}, {nfmt, "3", false},  // not of an annotation: nothing is valid
+  };
+  check(std::begin(cases), std::end(cases));
+  // A format the specification defines but keel has no pattern for is not an annotation.
+  for (const char* s : {R"({"format":"hostname"})", known}) {
+    auto g = compile_grammar({.kind = GrammarSpec::Kind::kJsonSchema, .source = s});
+    ASSERT_FALSE(g.ok()) << s;
+    EXPECT_NE(g.status().message().find("'format'"), std::string::npos) << g.status().message();
+  }
+}
+
 TEST(SchemaCounts, MinAndMaxProperties) {
   const char* max = R"({"maxProperties":2})";
   const char* min = R"({"minProperties":2})";

@@ -96,7 +96,7 @@ TEST(SchemaNot, InexactNegationsAreUnsupportedNamingTheKeyword) {
     const char* needle;
   };
   const Bad bad[] = {
-      {R"({"not":{"type":"integer"}})", "'not'"},
+      {R"({"not":{"multipleOf":0.5}})", "'not'"},
       {R"({"properties":{"x":{"not":{"multipleOf":3}}}})", "#/properties/x/not"},
       {R"({"not":{"enum":["a",[1]]}})", "'not'"},
       {R"({"not":{"uniqueItems":true}})", "'uniqueItems'"},
