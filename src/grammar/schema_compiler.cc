@@ -14,13 +14,13 @@ namespace {
 constexpr int kMaxDepth = 64;
 constexpr size_t kMaxEnumChecks = 4096;
 
-constexpr std::array<std::string_view, 47> kAssertions = {
+constexpr std::array<std::string_view, 48> kAssertions = {
     "type", "enum", "const", "properties", "required", "additionalProperties", "patternProperties", "items",
     "prefixItems", "additionalItems", "minItems", "maxItems", "minLength", "maxLength", "pattern", "format",
     "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "anyOf", "oneOf", "allOf", "$ref",
     "minProperties", "maxProperties", "uniqueItems", "unevaluatedProperties", "unevaluatedItems", "nullable", "not",
     "if", "then", "else", "dependentRequired", "dependentSchemas", "dependencies", "propertyNames", "contains",
-    "minContains", "maxContains", "multipleOf", "$dynamicRef", "$recursiveRef", kStringNotIn, kNotPattern, kNotInteger};
+    "minContains", "maxContains", "multipleOf", "$dynamicRef", "$recursiveRef", kStringNotIn, kNotPattern, kNotInteger, kKeyPattern};
 
 Status unsupported(std::string_view keyword, const std::string& ptr, std::string_view detail = "") {
   return make_error(ErrorCode::kUnsupported, "JSON Schema keyword '{}' at '{}' is not supported{}{}", keyword,
@@ -112,7 +112,6 @@ Status SchemaCompiler::check_keywords(const Json& s, const std::string& ptr) con
   for (auto& [k, v] : s.items()) {
     if (k == "$dynamicRef" || k == "$recursiveRef") return unsupported(k, ptr);
     if (k == "if" && (s.contains("then") || s.contains("else"))) return unsupported("if", ptr);
-    if (k == "propertyNames" && !trivially_true(v)) return unsupported(k, ptr);
     if (k == "unevaluatedItems" && !trivially_true(v)) return unsupported(k, ptr);
     if (k == "multipleOf" && !(v.is_number() && v.get<double>() > 0 && std::isfinite(v.get<double>())))
       return make_error(ErrorCode::kInvalidArgument, "'multipleOf' at '#{}' must be a number > 0", ptr);

@@ -46,6 +46,10 @@ Result<Json> resolve_references(const Json& schema, const SchemaDocuments* docs)
 Result<const Json*> resolve_pointer(const Json& root, const std::string& ref, const std::string& ptr);
 // The internal keyword for "a string the pattern does not match" (the negation of `pattern`).
 inline constexpr std::string_view kNotPattern = "$keelNotPattern";
+// schema_property_names.cc: propertyNames rewritten into properties / additionalProperties /
+// maxProperties or the internal keyword below (every key matches this pattern).
+Result<Json> rewrite_property_names(const Json& s, const std::string& ptr, const Json& root);
+inline constexpr std::string_view kKeyPattern = "$keelKeyPattern";
 // The internal keyword for "a number that is not an integer" (the negation of type integer).
 inline constexpr std::string_view kNotInteger = "$keelNotInteger";
 // if/then/else as allOf: anyOf [allOf [if, then], allOf [not if, else]]; kUnsupported naming 'if'

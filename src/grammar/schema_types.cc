@@ -182,6 +182,19 @@ Result<Symbol> SchemaCompiler::compile_object(const Json& s, const std::string& 
     Symbol value;
     bool required;
   };
+  if (s.contains("propertyNames")) {  // schema_property_names.cc
+    Json with = s;
+    if (!s.contains("additionalProperties") && !s.contains("unevaluatedProperties"))
+      with["additionalProperties"] = opts_.additional_properties_default;
+    KEEL_ASSIGN_OR_RETURN(Json rewritten, rewrite_property_names(with, ptr, root_));
+    return compile_object(rewritten, ptr, depth);
+  }
+  std::optional<std::string> key_pattern;  // propertyNames as a pattern every key matches
+  if (s.contains(kKeyPattern)) key_pattern = s[std::string(kKeyPattern)].get<std::string>();
+  auto name_allowed = [&](const std::string& n) -> Result<bool> {
+    if (!key_pattern) return true;
+    return pattern_matches(*key_pattern, n, ptr + "/propertyNames");
+  };
   std::vector<std::string> required;
   if (s.contains("required")) {
     if (!s["required"].is_array()) return bad("required", ptr, "an array of strings");
@@ -238,7 +251,9 @@ Result<Symbol> SchemaCompiler::compile_object(const Json& s, const std::string& 
     if (!s["properties"].is_object()) return bad("properties", ptr, "an object");
     for (auto& [name, sub] : s["properties"].items()) {
       const Json both = is_matched(name) ? Json{{"allOf", Json::array({sub, pattern_extra->second})}} : sub;
-      KEEL_ASSIGN_OR_RETURN(Symbol v, compile(both, ptr + "/properties/" + pointer_escape(name), depth + 1));
+      KEEL_ASSIGN_OR_RETURN(bool allowed, name_allowed(name));
+      KEEL_ASSIGN_OR_RETURN(Symbol v, allowed ? compile(both, ptr + "/properties/" + pointer_escape(name), depth + 1)
+                                              : Result<Symbol>(b_.never("name_not_allowed")));
       bool req = std::find(required.begin(), required.end(), name) != required.end();
       props.push_back({name, v, req});
       names.push_back(name);
@@ -247,7 +262,10 @@ Result<Symbol> SchemaCompiler::compile_object(const Json& s, const std::string& 
   for (const std::string& r : required) {
     if (std::find(names.begin(), names.end(), r) != names.end()) continue;
     Symbol v;
-    if (is_matched(r)) {
+    KEEL_ASSIGN_OR_RETURN(bool allowed, name_allowed(r));
+    if (!allowed) {
+      v = b_.never("name_not_allowed");
+    } else if (is_matched(r)) {
       KEEL_ASSIGN_OR_RETURN(v, compile(pattern_extra->second, ptr + "/patternProperties", depth + 1));
     } else if (addl == false) {
       v = b_.never("forbidden_required");
@@ -281,7 +299,17 @@ Result<Symbol> SchemaCompiler::compile_object(const Json& s, const std::string& 
     }
     extra_kv = b_.choice(std::move(alts), "extra_kv");
   } else if (addl != false) {
-    KEEL_ASSIGN_OR_RETURN(Symbol key, key_not_in(names));
+    Symbol key;
+    if (key_pattern) {
+      auto sym = regex_key_set(b_, *key_pattern, names, KeySet::kPatternMinusNames, CharEncoding::kJsonString);
+      if (!sym.ok()) {
+        if (sym.status().code() != ErrorCode::kUnsupported) return sym.status().with_context(fmt::format("propertyNames at '#{}'", ptr));
+        return unsupported("propertyNames", ptr, sym.status().message());
+      }
+      key = b_.group({b_.byte('"'), *sym, b_.byte('"')}, "key");
+    } else {
+      KEEL_ASSIGN_OR_RETURN(key, key_not_in(names));
+    }
     KEEL_ASSIGN_OR_RETURN(Symbol value, compile(addl, ptr + "/additionalProperties", depth + 1));
     Sequence kv{key};
     for (Symbol x : kv_tail(value)) kv.push_back(x);

@@ -77,6 +77,27 @@ TEST(SchemaNegation, IntegerAndUnknownFormats) {
   }
 }
 
+TEST(SchemaPropertyNames, FalseEnumPatternAndLength) {
+  const char* no = R"({"propertyNames":false})";
+  const char* en = R"({"properties":{"a":{"type":"integer"},"z":{}},"propertyNames":{"enum":["a","b"]}})";
+  const char* pat = R"({"properties":{"x1":{"type":"string"},"y":{}},"propertyNames":{"pattern":"^x"}})";
+  const char* len = R"({"propertyNames":{"maxLength":2},"additionalProperties":{"type":"null"}})";
+  const Case cases[] = {
+      {no, "{}", true},                    {no, R"({"a":1})", false},          {no, "[1]", true},
+      {en, R"({"a":1,"b":"s"})", true},    {en, R"({"a":"s"})", false},        {en, R"({"z":1})", false},
+      {en, R"({"c":1})", false},           {en, "{}", true},
+      {pat, R"({"x1":"s","xyz":[]})", true}, {pat, R"({"x1":2})", false},      {pat, R"({"y":1})", false},
+      {pat, R"({"ax":1})", false},         {pat, R"({"x":null})", true},
+      {len, R"({"ab":null,"c":null})", true}, {len, R"({"abc":null})", false}, {len, R"({"":null})", true},
+      {len, R"({"ab":1})", false},
+  };
+  check(std::begin(cases), std::end(cases));
+  auto g = compile_grammar({.kind = GrammarSpec::Kind::kJsonSchema,
+                            .source = R"({"propertyNames":{"format":"email"},"patternProperties":{"^a":{}}})"});
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("'propertyNames' at '#'"), std::string::npos) << g.status().message();
+}
+
 TEST(SchemaCounts, MinAndMaxProperties) {
   const char* max = R"({"maxProperties":2})";
   const char* min = R"({"minProperties":2})";
