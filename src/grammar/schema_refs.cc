@@ -139,7 +139,13 @@ bool is_schema(const Json& v) { return v.is_object() || v.is_boolean(); }
 
 class RefResolver {
  public:
-  RefResolver(Json& doc, const SchemaDocuments* docs) : doc_(doc), docs_(docs) {}
+  RefResolver(Json& doc, const SchemaDocuments* docs) : doc_(doc), docs_(docs) {
+    // Draft-03/04 spell $id as "id" (in later drafts "id" is an unknown keyword, so data).
+    if (doc.is_object() && doc.contains("$schema") && doc["$schema"].is_string()) {
+      const std::string meta = doc["$schema"].get<std::string>();
+      legacy_id_ = meta.find("draft-04") != std::string::npos || meta.find("draft-03") != std::string::npos;
+    }
+  }
 
   Status run() {
     walk(doc_, "", "");
@@ -163,8 +169,9 @@ class RefResolver {
 
   void walk(const Json& s, const std::string& ptr, std::string base) {
     if (!s.is_object()) return;
-    if (s.contains("$id") && s["$id"].is_string()) {
-      const std::string id = s["$id"].get<std::string>();
+    const char* id_key = legacy_id_ && !s.contains("$id") ? "id" : "$id";
+    if (s.contains(id_key) && s[id_key].is_string()) {
+      const std::string id = s[id_key].get<std::string>();
       if (!id.empty() && id[0] == '#') {  // draft-06/07 plain-name $id: an anchor
         anchors_.try_emplace(to_string(resolve_uri(base, ""), false) + id, ptr);
       } else {
@@ -261,6 +268,7 @@ class RefResolver {
 
   Json& doc_;
   const SchemaDocuments* docs_;
+  bool legacy_id_ = false;
   std::map<std::string, std::string> resources_, anchors_;  // URI -> pointer
   std::map<std::string, std::set<std::string>> dynamic_;   // dynamic anchor name -> its URIs
   std::vector<Ref> refs_;

@@ -40,6 +40,7 @@ TEST(SchemaNegation, BoundsLengthsAndCounts) {
 
 TEST(SchemaNegation, PatternContainsPrefixItemsAndNumbers) {
   const char* pat = R"({"not":{"pattern":"^a+$"}})";
+  const char* two = R"({"allOf":[{"not":{"pattern":"^a"}},{"not":{"pattern":"b$"}}]})";
   const char* con = R"({"not":{"contains":{"type":"string"}}})";
   const char* pre = R"({"not":{"prefixItems":[{"type":"boolean"},{"const":"x"}]}})";
   const char* num = R"({"not":{"enum":[1,2.5,"a"]}})";
@@ -47,6 +48,8 @@ TEST(SchemaNegation, PatternContainsPrefixItemsAndNumbers) {
   const Case cases[] = {
       {pat, R"("aaa")", false}, {pat, R"("ab")", true},  {pat, R"("")", true},   {pat, R"("ba")", true},
       {pat, "1", true},
+      {two, R"("xx")", true},   {two, R"("ax")", false}, {two, R"("xb")", false}, {two, R"("ab")", false},
+      {two, "1", true},
       {con, "[]", true},        {con, "[1,2]", true},    {con, R"([1,"s"])", false}, {con, R"("s")", true},
       {pre, "[]", false},       {pre, "[true]", false},  {pre, R"([false,"x",3])", false}, {pre, R"([true,"y"])", true},
       {pre, R"(["1"])", true},  {pre, "{}", true},

@@ -39,7 +39,11 @@ TEST(SchemaRefs, IdsAnchorsAndUrns) {
                        "$ref":"urn:uuid:deadbeef-1234-ffff-ffff-4321feebdaed#/$defs/b"})";
   const char* dots = R"({"$id":"http://x.test/a/b/c.json","$defs":{"d":{"$id":"../d.json","const":7}},
                         "$ref":"http://x.test/a/d.json"})";
+  // Draft-04 spells $id "id"; "#name" is a plain-name identifier there.
+  const char* d4 = R"({"$schema":"http://json-schema.org/draft-04/schema#","definitions":{"a":{"id":"#n","type":"null"}},
+                      "items":{"$ref":"#n"}})";
   const Case cases[] = {
+      {d4, "[null]", true},            {d4, "[1]", false},
       {rel, R"({"p":1,"q":2})", true}, {rel, R"({"p":"s"})", false}, {rel, R"({"q":1.5})", false},
       {anchor, "[1,2.5]", true},       {anchor, R"(["x"])", false},
       {nested, R"("s")", true},        {nested, "1", false},
