@@ -79,4 +79,15 @@ std::optional<std::string> format_pattern(std::string_view format) {
   return std::nullopt;
 }
 
+bool is_standard_format(std::string_view format) {
+  static constexpr std::string_view kDefined[] = {
+      "date-time", "date",    "time",          "duration",      "email",        "idn-email",
+      "hostname",  "idn-hostname", "ipv4",     "ipv6",          "uri",          "uri-reference",
+      "iri",       "iri-reference", "uuid",    "uri-template",  "json-pointer", "relative-json-pointer",
+      "regex",     "color",   "host-name",     "ip-address",    "utc-millisec"};  // the last four: draft-03
+  for (std::string_view f : kDefined)
+    if (f == format) return true;
+  return false;
+}
+
 }  // namespace keel::grammar

@@ -12,5 +12,9 @@ namespace keel::grammar {
 
 // The anchored pattern for `format`, or nullopt when keel does not support that format.
 std::optional<std::string> format_pattern(std::string_view format);
+// Whether the JSON Schema specification (2020-12 and earlier drafts) defines `format`. A name it does
+// not define asserts nothing (validators ignore unknown formats), so the compiler treats it as an
+// annotation; a defined format keel has no pattern for stays unsupported.
+bool is_standard_format(std::string_view format);
 
 }  // namespace keel::grammar

@@ -26,15 +26,16 @@ bool deeper_than(const nlohmann::ordered_json& root, size_t limit) {
 }  // namespace
 
 Result<Grammar> json_schema_grammar(const nlohmann::ordered_json& schema, const JsonGrammarOptions& opts,
-                                    const BuildLimits& limits) {
+                                    const BuildLimits& limits, const SchemaDocuments* documents) {
   if (deeper_than(schema, kMaxJsonDepth))
     return make_error(ErrorCode::kUnsupported, "JSON Schema nested deeper than {} levels", kMaxJsonDepth);
   GrammarBuilder b(limits);
-  detail::SchemaCompiler compiler(b, schema, opts);
   RuleId root = b.add_rule("root");
   // The compiler checks value types before use; this boundary keeps a missed case an error, not a crash.
   try {
-    KEEL_ASSIGN_OR_RETURN(Symbol body, compiler.compile(schema, "", 0));
+    KEEL_ASSIGN_OR_RETURN(nlohmann::ordered_json resolved, detail::resolve_references(schema, documents));
+    detail::SchemaCompiler compiler(b, resolved, opts);
+    KEEL_ASSIGN_OR_RETURN(Symbol body, compiler.compile(resolved, "", 0));
     b.add_alt(root, {body});
   } catch (const std::exception& e) {
     return make_error(ErrorCode::kInvalidArgument, "malformed JSON Schema: {}", e.what());

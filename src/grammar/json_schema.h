@@ -5,6 +5,9 @@
 // result never accepts an invalid instance. Called by compile.h on the compiling thread.
 #pragma once
 
+#include <map>
+#include <string>
+
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
@@ -25,8 +28,12 @@ struct JsonGrammarOptions {
   bool additional_properties_default = true;
 };
 
+// Documents a schema may reference by URI ($ref to another document), supplied by the caller; keel
+// never fetches a reference. The server supplies none.
+using SchemaDocuments = std::map<std::string, nlohmann::ordered_json>;
+
 Result<Grammar> json_schema_grammar(const nlohmann::ordered_json& schema, const JsonGrammarOptions& opts,
-                                    const BuildLimits& limits = {});
+                                    const BuildLimits& limits = {}, const SchemaDocuments* documents = nullptr);
 // Any JSON value (json_object mode).
 Result<Grammar> any_json_grammar(const JsonGrammarOptions& opts, const BuildLimits& limits = {});
 

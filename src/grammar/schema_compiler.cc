@@ -14,13 +14,13 @@ namespace {
 constexpr int kMaxDepth = 64;
 constexpr size_t kMaxEnumChecks = 4096;
 
-constexpr std::array<std::string_view, 45> kAssertions = {
+constexpr std::array<std::string_view, 48> kAssertions = {
     "type", "enum", "const", "properties", "required", "additionalProperties", "patternProperties", "items",
     "prefixItems", "additionalItems", "minItems", "maxItems", "minLength", "maxLength", "pattern", "format",
     "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "anyOf", "oneOf", "allOf", "$ref",
     "minProperties", "maxProperties", "uniqueItems", "unevaluatedProperties", "unevaluatedItems", "nullable", "not",
     "if", "then", "else", "dependentRequired", "dependentSchemas", "dependencies", "propertyNames", "contains",
-    "minContains", "maxContains", "multipleOf", "$dynamicRef", "$recursiveRef", kStringNotIn};
+    "minContains", "maxContains", "multipleOf", "$dynamicRef", "$recursiveRef", kStringNotIn, kNotPattern, kNotInteger, kKeyPattern};
 
 Status unsupported(std::string_view keyword, const std::string& ptr, std::string_view detail = "") {
   return make_error(ErrorCode::kUnsupported, "JSON Schema keyword '{}' at '{}' is not supported{}{}", keyword,
@@ -83,11 +83,11 @@ Result<Symbol> SchemaCompiler::compile(const Json& s, const std::string& ptr, in
 
 Result<Symbol> SchemaCompiler::compile_object_schema(const Json& s, const std::string& ptr, int depth) {
   if (s.contains("not")) {
-    KEEL_ASSIGN_OR_RETURN(Json rewritten, rewrite_not(s, ptr));
+    KEEL_ASSIGN_OR_RETURN(Json rewritten, rewrite_not(s, ptr, root_));
     return compile(rewritten, ptr, depth + 1);
   }
   if (s.contains("if") && (s.contains("then") || s.contains("else"))) {
-    KEEL_ASSIGN_OR_RETURN(Json rewritten, rewrite_if(s, ptr));
+    KEEL_ASSIGN_OR_RETURN(Json rewritten, rewrite_if(s, ptr, root_));
     return compile(rewritten, ptr, depth + 1);
   }
   if (s.contains("dependentRequired") || s.contains("dependentSchemas") || s.contains("dependencies")) {
@@ -112,7 +112,6 @@ Status SchemaCompiler::check_keywords(const Json& s, const std::string& ptr) con
   for (auto& [k, v] : s.items()) {
     if (k == "$dynamicRef" || k == "$recursiveRef") return unsupported(k, ptr);
     if (k == "if" && (s.contains("then") || s.contains("else"))) return unsupported("if", ptr);
-    if (k == "propertyNames" && !trivially_true(v)) return unsupported(k, ptr);
     if (k == "unevaluatedItems" && !trivially_true(v)) return unsupported(k, ptr);
     if (k == "multipleOf" && !(v.is_number() && v.get<double>() > 0 && std::isfinite(v.get<double>())))
       return make_error(ErrorCode::kInvalidArgument, "'multipleOf' at '#{}' must be a number > 0", ptr);
@@ -124,6 +123,10 @@ Status SchemaCompiler::check_keywords(const Json& s, const std::string& ptr) con
 }
 
 Result<const Json*> SchemaCompiler::resolve(const std::string& ref, const std::string& ptr) const {
+  return resolve_pointer(root_, ref, ptr);
+}
+
+Result<const Json*> resolve_pointer(const Json& root, const std::string& ref, const std::string& ptr) {
   if (ref.empty() || ref[0] != '#')
     return unsupported("$ref", ptr, "only references within the document ('#/...') are supported");
   std::string path = ref.substr(1);
@@ -139,7 +142,7 @@ Result<const Json*> SchemaCompiler::resolve(const std::string& ref, const std::s
     }
   }
   if (!decoded.empty() && decoded[0] != '/') return unsupported("$ref", ptr, "anchor references are not supported");
-  const Json* cur = &root_;
+  const Json* cur = &root;
   size_t i = 0;
   while (i < decoded.size()) {
     size_t next = decoded.find('/', i + 1);
@@ -233,7 +236,7 @@ Result<Symbol> SchemaCompiler::compile_any_of(const Json& s, const std::string& 
   }
   const std::vector<Json> merged = branches;
   if (key == "oneOf") {
-    KEEL_ASSIGN_OR_RETURN(branches, exclusive_branches(branches, raw, ptr));
+    KEEL_ASSIGN_OR_RETURN(branches, exclusive_branches(branches, raw, ptr, root_));
   }
   std::vector<Sequence> alts;
   for (size_t i = 0; i < branches.size(); ++i) {

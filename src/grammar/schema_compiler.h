@@ -29,18 +29,39 @@ Result<Json> merge_schemas(const Json& a, const Json& b, const std::string& ptr)
 bool provably_disjoint(const Json& a, const Json& b);
 // schema_not.cc: the positive form of `not s` (kUnsupported where keel has none), and a schema with
 // its `not` moved into allOf as that positive form (false when the negation is unsatisfiable).
-Result<Json> negate_schema(const Json& s, const std::string& ptr, int depth);
-Result<Json> rewrite_not(const Json& s, const std::string& ptr);
+// `root` is the document, for negating a `$ref` by its (non-recursive) target.
+Result<Json> negate_schema(const Json& s, const std::string& ptr, int depth, const Json& root);
+Result<Json> rewrite_not(const Json& s, const std::string& ptr, const Json& root);
+// schema_not_values.cc: negations of bounds, lengths, counts, pattern, contains, prefixItems
+// (nullopt: not one of those, or not exactly negatable next to its siblings); numbers outside a set.
+Result<std::optional<Json>> negate_value_keyword(const Json& s, const std::string& k, const std::string& ptr,
+                                                 int depth, const Json& root);
+Result<Json> numbers_outside(std::vector<Json> values);
+// schema_refs.cc: the schema with every $ref (and static $dynamicRef) rewritten to a '#/...' pointer
+// from its root, resolved against $id base URIs, $anchor / $dynamicAnchor names and the supplied
+// documents (embedded under kDocumentsKey).
+inline constexpr std::string_view kDocumentsKey = "$keelDocuments";
+Result<Json> resolve_references(const Json& schema, const SchemaDocuments* docs);
+// The schema a '#/...' reference names within `root` (kUnsupported for other forms).
+Result<const Json*> resolve_pointer(const Json& root, const std::string& ref, const std::string& ptr);
+// The internal keyword for "a string the pattern does not match" (the negation of `pattern`).
+inline constexpr std::string_view kNotPattern = "$keelNotPattern";
+// schema_property_names.cc: propertyNames rewritten into properties / additionalProperties /
+// maxProperties or the internal keyword below (every key matches this pattern).
+Result<Json> rewrite_property_names(const Json& s, const std::string& ptr, const Json& root);
+inline constexpr std::string_view kKeyPattern = "$keelKeyPattern";
+// The internal keyword for "a number that is not an integer" (the negation of type integer).
+inline constexpr std::string_view kNotInteger = "$keelNotInteger";
 // if/then/else as allOf: anyOf [allOf [if, then], allOf [not if, else]]; kUnsupported naming 'if'
 // when the condition has no exact negation.
-Result<Json> rewrite_if(const Json& s, const std::string& ptr);
+Result<Json> rewrite_if(const Json& s, const std::string& ptr, const Json& root);
 
 // schema_rewrite.cc: dependentRequired / dependentSchemas / dependencies as allOf members; the
 // branches of a oneOf (merged with their siblings) each conjoined with the negation of the raw
 // items that may overlap it.
 Result<Json> rewrite_dependencies(const Json& s, const std::string& ptr);
 Result<std::vector<Json>> exclusive_branches(const std::vector<Json>& branches, const std::vector<Json>& items,
-                                             const std::string& ptr);
+                                             const std::string& ptr, const Json& root);
 // The internal keyword for "a string other than these" (the negation of a string enum); it is
 // an assertion like any other and can only narrow what a schema accepts.
 inline constexpr std::string_view kStringNotIn = "$keelStringNotIn";
@@ -66,7 +87,11 @@ class SchemaCompiler {
   // schema_types.cc
   Result<Symbol> compile_object(const Json& s, const std::string& ptr, int depth);
   Result<Symbol> compile_array(const Json& s, const std::string& ptr, int depth);
+  // schema_counts.cc
   Result<std::optional<Symbol>> compile_contains(const Json& s, const std::string& ptr, int depth);
+  Result<Symbol> object_members(const std::vector<std::pair<Symbol, bool>>& listed, std::optional<Symbol> extra,
+                                int64_t lo, int64_t hi, const std::string& ptr);
+  Sequence comma();
   Result<Symbol> compile_string(const Json& s, const std::string& ptr);
   Result<Symbol> compile_number(const Json& s, const std::string& ptr, bool integer);
   Result<Symbol> key_not_in(const std::vector<std::string>& names);

@@ -10,6 +10,8 @@ namespace {
 constexpr size_t kMaxAnyOfProduct = 64;
 
 Status unsupported_merge(std::string_view keyword, const std::string& ptr) {
+  // The internal keywords come from negations; name the keyword the user wrote.
+  if (keyword == kNotPattern || keyword == kNotInteger || keyword == kStringNotIn) keyword = "not";
   return make_error(ErrorCode::kUnsupported,
                     "JSON Schema keyword '{}' at '#{}' is not supported: allOf combining different values", keyword,
                     ptr);
@@ -138,6 +140,12 @@ Result<Json> merge_schemas(const Json& a, const Json& b, const std::string& ptr)
     } else if (k == "$ref") {
       out["allOf"] = out.value("allOf", Json::array());
       out["allOf"].push_back(Json{{"$ref", v}});
+    } else if (k == "not") {
+      out[k] = Json{{"anyOf", Json::array({x, v})}};  // not a and not b: not (a or b)
+    } else if (k == kNotPattern && v.is_string() && x.is_string()) {
+      // Matching neither pattern is not matching either: top-level alternatives keep their
+      // own anchors, so joining them with '|' is exact.
+      out[k] = x.get<std::string>() + "|" + v.get<std::string>();
     } else if (k == kStringNotIn && v.is_array() && x.is_array()) {
       for (const Json& e : v)
         if (std::find(out[k].begin(), out[k].end(), e) == out[k].end()) out[k].push_back(e);

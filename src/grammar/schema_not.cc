@@ -14,6 +14,7 @@
 //   not {k1: .., k2: ..}             -> anyOf of the negated keywords (each must be one of the above)
 // Keywords that are annotations (description, title, ...) are ignored, as everywhere.
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "grammar/schema_compiler.h"
@@ -34,11 +35,15 @@ Result<Json> negate_type(const Json& t, const std::string& ptr) {
       named.insert(x.get<std::string>());
     }
   if (named.empty()) return make_error(ErrorCode::kInvalidArgument, "'type' at '#{}' must name types", ptr);
-  if (named.count("integer") && !named.count("number"))
-    return unsupported_not(ptr, "the negation of 'integer' (non-integral numbers) has no exact grammar");
+  const bool integer_only = named.count("integer") && !named.count("number");
   Json rest = Json::array();
   for (const char* type : {"null", "boolean", "object", "array", "string", "number"})
-    if (!named.count(type)) rest.push_back(type);
+    if (!named.count(type) && !(integer_only && std::string_view(type) == "number")) rest.push_back(type);
+  if (integer_only) {  // numbers that are not integers
+    Json non_integer{{"type", "number"}, {std::string(kNotInteger), true}};
+    if (rest.empty()) return non_integer;
+    return Json{{"anyOf", Json::array({Json{{"type", rest}}, std::move(non_integer)})}};
+  }
   if (rest.empty()) return Json(false);
   return Json{{"type", rest}};
 }
@@ -55,11 +60,11 @@ Result<Json> negate_required(const Json& names, const std::string& ptr) {
   return Json{{"anyOf", alts}};
 }
 
-Result<Json> negate_properties(const Json& props, const std::string& ptr, int depth) {
+Result<Json> negate_properties(const Json& props, const std::string& ptr, int depth, const Json& root) {
   if (!props.is_object()) return make_error(ErrorCode::kInvalidArgument, "'properties' at '#{}' must be an object", ptr);
   Json alts = Json::array();
   for (auto& [name, sub] : props.items()) {
-    KEEL_ASSIGN_OR_RETURN(Json n, negate_schema(sub, ptr + "/" + pointer_escape(name), depth + 1));
+    KEEL_ASSIGN_OR_RETURN(Json n, negate_schema(sub, ptr + "/" + pointer_escape(name), depth + 1, root));
     if (n.is_boolean() && !n.get<bool>()) continue;  // every value of that property is allowed
     alts.push_back(Json{{"type", "object"}, {"required", Json::array({name})}, {"properties", Json{{name, n}}}});
   }
@@ -74,6 +79,7 @@ Result<Json> negate_values(const Json& values, const std::string& ptr) {
   if (!values.is_array()) return make_error(ErrorCode::kInvalidArgument, "'enum' at '#{}' must be an array", ptr);
   bool null = false, t = false, f = false;
   Json strings = Json::array();
+  std::vector<Json> numbers;
   for (const Json& v : values) {
     if (v.is_null()) {
       null = true;
@@ -81,21 +87,28 @@ Result<Json> negate_values(const Json& values, const std::string& ptr) {
       (v.get<bool>() ? t : f) = true;
     } else if (v.is_string()) {
       strings.push_back(v);
+    } else if (v.is_number() && std::isfinite(v.get<double>())) {
+      numbers.push_back(v);
     } else {
-      return unsupported_not(ptr, "the negation of an enum holding numbers, objects or arrays has no exact grammar here");
+      return unsupported_not(ptr, "the negation of an enum holding objects or arrays has no exact grammar here");
     }
   }
-  Json whole = Json::array({"object", "array", "number"});
+  Json whole = Json::array({"object", "array"});
+  if (numbers.empty()) whole.push_back("number");
   if (!null) whole.push_back("null");
   if (!t && !f) whole.push_back("boolean");
   if (strings.empty()) whole.push_back("string");
   Json alts = Json::array({Json{{"type", whole}}});
   if (t != f) alts.push_back(Json{{"const", !t}});
   if (!strings.empty()) alts.push_back(Json{{"type", "string"}, {std::string(kStringNotIn), strings}});
+  if (!numbers.empty()) {
+    KEEL_ASSIGN_OR_RETURN(Json outside, numbers_outside(std::move(numbers)));
+    for (Json& a : outside["anyOf"]) alts.push_back(std::move(a));
+  }
   return Json{{"anyOf", alts}};
 }
 
-Result<Json> negate_keyword(const Json& s, const std::string& k, const std::string& ptr, int depth) {
+Result<Json> negate_keyword(const Json& s, const std::string& k, const std::string& ptr, int depth, const Json& root) {
   const Json& v = s[k];
   if (k == "type") {
     if (s.contains("nullable")) return unsupported_not(ptr, "'type' next to 'nullable'");
@@ -105,7 +118,7 @@ Result<Json> negate_keyword(const Json& s, const std::string& k, const std::stri
   if (k == "properties") {
     if (s.contains("additionalProperties") || s.contains("patternProperties") || s.contains("unevaluatedProperties"))
       return unsupported_not(ptr, "'properties' next to additionalProperties / patternProperties");
-    return negate_properties(v, ptr + "/properties", depth);
+    return negate_properties(v, ptr + "/properties", depth, root);
   }
   if (k == "not") return v;
   if (k == "enum" || k == "const") {
@@ -119,7 +132,7 @@ Result<Json> negate_keyword(const Json& s, const std::string& k, const std::stri
       return make_error(ErrorCode::kInvalidArgument, "'allOf' at '#{}' must be a non-empty array", ptr);
     Json any = Json::array();
     for (size_t i = 0; i < v.size(); ++i) {
-      KEEL_ASSIGN_OR_RETURN(Json n, negate_schema(v[i], ptr + "/allOf/" + std::to_string(i), depth + 1));
+      KEEL_ASSIGN_OR_RETURN(Json n, negate_schema(v[i], ptr + "/allOf/" + std::to_string(i), depth + 1, root));
       if (n.is_boolean() && n.get<bool>()) return Json(true);
       if (!n.is_boolean()) any.push_back(std::move(n));
     }
@@ -129,7 +142,7 @@ Result<Json> negate_keyword(const Json& s, const std::string& k, const std::stri
   if (k == "items" && (v.is_object() || v.is_boolean())) {
     if (s.contains("prefixItems") || s.contains("additionalItems") || s.contains("unevaluatedItems"))
       return unsupported_not(ptr, "'items' next to prefixItems / additionalItems / unevaluatedItems");
-    KEEL_ASSIGN_OR_RETURN(Json n, negate_schema(v, ptr + "/items", depth + 1));
+    KEEL_ASSIGN_OR_RETURN(Json n, negate_schema(v, ptr + "/items", depth + 1, root));
     if (n.is_boolean() && !n.get<bool>()) return Json(false);  // every item is allowed
     return Json{{"type", "array"}, {"contains", n}};            // some item fails `items`
   }
@@ -143,19 +156,27 @@ Result<Json> negate_keyword(const Json& s, const std::string& k, const std::stri
       return make_error(ErrorCode::kInvalidArgument, "'anyOf' at '#{}' must be a non-empty array", ptr);
     Json all = Json::array();
     for (size_t i = 0; i < v.size(); ++i) {
-      KEEL_ASSIGN_OR_RETURN(Json n, negate_schema(v[i], ptr + "/anyOf/" + std::to_string(i), depth + 1));
+      KEEL_ASSIGN_OR_RETURN(Json n, negate_schema(v[i], ptr + "/anyOf/" + std::to_string(i), depth + 1, root));
       if (n.is_boolean() && !n.get<bool>()) return Json(false);
       if (!(n.is_boolean() && n.get<bool>())) all.push_back(std::move(n));
     }
     if (all.empty()) return Json(true);
     return Json{{"allOf", all}};
   }
+  if (k == "$ref") {
+    if (!v.is_string()) return make_error(ErrorCode::kInvalidArgument, "'$ref' at '#{}' must be a string", ptr);
+    // The target negated in place; a recursive target runs into the depth limit and stays unsupported.
+    KEEL_ASSIGN_OR_RETURN(const Json* target, resolve_pointer(root, v.get<std::string>(), ptr));
+    return negate_schema(*target, ptr + "/$ref", depth + 1, root);
+  }
+  KEEL_ASSIGN_OR_RETURN(std::optional<Json> bound, negate_value_keyword(s, k, ptr, depth, root));
+  if (bound) return std::move(*bound);
   return unsupported_not(ptr, fmt::format("the negation of '{}' has no exact grammar here", k));
 }
 
 }  // namespace
 
-Result<Json> negate_schema(const Json& s, const std::string& ptr, int depth) {
+Result<Json> negate_schema(const Json& s, const std::string& ptr, int depth, const Json& root) {
   if (depth > 16) return unsupported_not(ptr, "negations nested too deep");
   if (s.is_boolean()) return Json(!s.get<bool>());
   if (!s.is_object()) return make_error(ErrorCode::kInvalidArgument, "schema at '#{}' must be an object or a boolean", ptr);
@@ -165,7 +186,7 @@ Result<Json> negate_schema(const Json& s, const std::string& ptr, int depth) {
   Json alts = Json::array();
   for (auto& [k, v] : s.items()) {
     if (!is_assertion_keyword(k)) continue;
-    KEEL_ASSIGN_OR_RETURN(Json n, negate_keyword(s, k, ptr, depth));
+    KEEL_ASSIGN_OR_RETURN(Json n, negate_keyword(s, k, ptr, depth, root));
     if (n.is_boolean() && n.get<bool>()) return Json(true);
     if (!n.is_boolean()) alts.push_back(std::move(n));
   }
@@ -174,9 +195,9 @@ Result<Json> negate_schema(const Json& s, const std::string& ptr, int depth) {
   return Json{{"anyOf", alts}};
 }
 
-Result<Json> rewrite_if(const Json& s, const std::string& ptr) {
+Result<Json> rewrite_if(const Json& s, const std::string& ptr, const Json& root) {
   const Json& cond = s["if"];
-  auto negated = negate_schema(cond, ptr + "/if", 0);
+  auto negated = negate_schema(cond, ptr + "/if", 0, root);
   if (!negated.ok()) {
     if (negated.status().code() != ErrorCode::kUnsupported) return negated.status();
     return make_error(ErrorCode::kUnsupported,
@@ -196,8 +217,8 @@ Result<Json> rewrite_if(const Json& s, const std::string& ptr) {
   return out;
 }
 
-Result<Json> rewrite_not(const Json& s, const std::string& ptr) {
-  KEEL_ASSIGN_OR_RETURN(Json pos, negate_schema(s["not"], ptr + "/not", 0));
+Result<Json> rewrite_not(const Json& s, const std::string& ptr, const Json& root) {
+  KEEL_ASSIGN_OR_RETURN(Json pos, negate_schema(s["not"], ptr + "/not", 0, root));
   if (pos.is_boolean() && !pos.get<bool>()) return Json(false);
   Json out = s;
   out.erase("not");

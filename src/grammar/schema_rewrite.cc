@@ -75,7 +75,7 @@ Result<Json> rewrite_dependencies(const Json& s, const std::string& ptr) {
 }
 
 Result<std::vector<Json>> exclusive_branches(const std::vector<Json>& branches, const std::vector<Json>& items,
-                                             const std::string& ptr) {
+                                             const std::string& ptr, const Json& root) {
   std::vector<std::optional<Json>> negated(items.size());
   std::vector<Json> out;
   for (size_t i = 0; i < branches.size(); ++i) {
@@ -83,7 +83,7 @@ Result<std::vector<Json>> exclusive_branches(const std::vector<Json>& branches, 
     for (size_t j = 0; j < branches.size(); ++j) {
       if (j == i || provably_disjoint(branches[i], branches[j])) continue;
       if (!negated[j]) {
-        auto n = negate_schema(items[j], ptr + "/oneOf/" + std::to_string(j), 0);
+        auto n = negate_schema(items[j], ptr + "/oneOf/" + std::to_string(j), 0, root);
         if (!n.ok()) {
           if (n.status().code() != ErrorCode::kUnsupported) return n.status();
           return make_error(ErrorCode::kUnsupported,

@@ -204,6 +204,19 @@ Result<Symbol> SchemaCompiler::compile_object(const Json& s, const std::string& 
     Symbol value;
     bool required;
   };
+  if (s.contains("propertyNames")) {  // schema_property_names.cc
+    Json with = s;
+    if (!s.contains("additionalProperties") && !s.contains("unevaluatedProperties"))
+      with["additionalProperties"] = opts_.additional_properties_default;
+    KEEL_ASSIGN_OR_RETURN(Json rewritten, rewrite_property_names(with, ptr, root_));
+    return compile_object(rewritten, ptr, depth);
+  }
+  std::optional<std::string> key_pattern;  // propertyNames as a pattern every key matches
+  if (s.contains(kKeyPattern)) key_pattern = s[std::string(kKeyPattern)].get<std::string>();
+  auto name_allowed = [&](const std::string& n) -> Result<bool> {
+    if (!key_pattern) return true;
+    return pattern_matches(*key_pattern, n, ptr + "/propertyNames");
+  };
   std::vector<std::string> required;
   if (s.contains("required")) {
     if (!s["required"].is_array()) return bad("required", ptr, "an array of strings");
@@ -260,7 +273,9 @@ Result<Symbol> SchemaCompiler::compile_object(const Json& s, const std::string& 
     if (!s["properties"].is_object()) return bad("properties", ptr, "an object");
     for (auto& [name, sub] : s["properties"].items()) {
       const Json both = is_matched(name) ? Json{{"allOf", Json::array({sub, pattern_extra->second})}} : sub;
-      KEEL_ASSIGN_OR_RETURN(Symbol v, compile(both, ptr + "/properties/" + pointer_escape(name), depth + 1));
+      KEEL_ASSIGN_OR_RETURN(bool allowed, name_allowed(name));
+      KEEL_ASSIGN_OR_RETURN(Symbol v, allowed ? compile(both, ptr + "/properties/" + pointer_escape(name), depth + 1)
+                                              : Result<Symbol>(b_.never("name_not_allowed")));
       bool req = std::find(required.begin(), required.end(), name) != required.end();
       props.push_back({name, v, req});
       names.push_back(name);
@@ -269,7 +284,10 @@ Result<Symbol> SchemaCompiler::compile_object(const Json& s, const std::string& 
   for (const std::string& r : required) {
     if (std::find(names.begin(), names.end(), r) != names.end()) continue;
     Symbol v;
-    if (is_matched(r)) {
+    KEEL_ASSIGN_OR_RETURN(bool allowed, name_allowed(r));
+    if (!allowed) {
+      v = b_.never("name_not_allowed");
+    } else if (is_matched(r)) {
       KEEL_ASSIGN_OR_RETURN(v, compile(pattern_extra->second, ptr + "/patternProperties", depth + 1));
     } else if (addl == false) {
       v = b_.never("forbidden_required");
@@ -303,7 +321,17 @@ Result<Symbol> SchemaCompiler::compile_object(const Json& s, const std::string& 
     }
     extra_kv = b_.choice(std::move(alts), "extra_kv");
   } else if (addl != false) {
-    KEEL_ASSIGN_OR_RETURN(Symbol key, key_not_in(names));
+    Symbol key;
+    if (key_pattern) {
+      auto sym = regex_key_set(b_, *key_pattern, names, KeySet::kPatternMinusNames, CharEncoding::kJsonString);
+      if (!sym.ok()) {
+        if (sym.status().code() != ErrorCode::kUnsupported) return sym.status().with_context(fmt::format("propertyNames at '#{}'", ptr));
+        return unsupported("propertyNames", ptr, sym.status().message());
+      }
+      key = b_.group({b_.byte('"'), *sym, b_.byte('"')}, "key");
+    } else {
+      KEEL_ASSIGN_OR_RETURN(key, key_not_in(names));
+    }
     KEEL_ASSIGN_OR_RETURN(Symbol value, compile(addl, ptr + "/additionalProperties", depth + 1));
     Sequence kv{key};
     for (Symbol x : kv_tail(value)) kv.push_back(x);
@@ -311,97 +339,26 @@ Result<Symbol> SchemaCompiler::compile_object(const Json& s, const std::string& 
   }
   KEEL_ASSIGN_OR_RETURN(auto min_props, count_keyword(s, "minProperties", ptr));
   KEEL_ASSIGN_OR_RETURN(auto max_props, count_keyword(s, "maxProperties", ptr));
-  const auto n_required = static_cast<int64_t>(std::count_if(props.begin(), props.end(), [](const Prop& p) { return p.required; }));
-  bool need_one = false;
-  if (min_props && *min_props > n_required) {
-    if (*min_props > 1) return unsupported("minProperties", ptr, "above 1 and above the required count");
-    need_one = true;
+  std::vector<std::pair<Symbol, bool>> listed;
+  for (const Prop& prop : props) {
+    Sequence kv = b_.literal(Json(prop.name).dump(-1, ' ', false, Json::error_handler_t::replace));
+    for (Symbol x : kv_tail(prop.value)) kv.push_back(x);
+    listed.emplace_back(b_.group(std::move(kv), "kv"), prop.required);
   }
-  if (max_props && (extra_kv || static_cast<int64_t>(props.size()) > *max_props))
-    return unsupported("maxProperties", ptr, "below the number of properties the object may hold");
-
-  // P[i][first]: properties i.. given whether nothing was written yet; then the extra properties.
-  Sequence comma = ws();
-  comma.push_back(b_.byte(','));
-  for (Symbol x : ws()) comma.push_back(x);
-  const size_t n = props.size();
-  std::vector<std::array<RuleId, 2>> p(n + 1);
-  for (auto& r : p) r = {b_.add_rule("props"), b_.add_rule("props_first")};
-  for (int first = 0; first < 2; ++first) {
-    RuleId end = p[n][first];
-    if (!(first && need_one)) b_.add_alt(end, {});
-    if (extra_kv) {
-      Sequence more = comma;
-      more.push_back(*extra_kv);
-      Symbol tail = b_.star(std::move(more));
-      Sequence one = first ? ws() : comma;
-      one.push_back(*extra_kv);
-      one.push_back(tail);
-      b_.add_alt(end, std::move(one));
-    }
-  }
-  for (size_t i = n; i-- > 0;) {
-    Sequence kv = b_.literal(Json(props[i].name).dump(-1, ' ', false, Json::error_handler_t::replace));
-    for (Symbol x : kv_tail(props[i].value)) kv.push_back(x);
-    Symbol kv_sym = b_.group(std::move(kv), "kv");
-    for (int first = 0; first < 2; ++first) {
-      Sequence with = first ? ws() : comma;
-      with.push_back(kv_sym);
-      with.push_back(b_.ref(p[i + 1][0]));
-      b_.add_alt(p[i][first], std::move(with));
-      if (!props[i].required) b_.add_alt(p[i][first], {b_.ref(p[i + 1][first])});
-    }
-  }
+  // A maximum that no object of this shape can exceed asserts nothing (and costs no counting).
+  int64_t hi = max_props.value_or(-1);
+  if (hi >= 0 && !extra_kv && static_cast<int64_t>(props.size()) <= hi) hi = -1;
+  // So does a minimum the required properties reach.
+  const auto n_required = std::count_if(props.begin(), props.end(), [](const Prop& p) { return p.required; });
+  const int64_t lo = min_props.value_or(0) <= n_required ? 0 : *min_props;
+  KEEL_ASSIGN_OR_RETURN(Symbol members, object_members(listed, extra_kv, lo, hi, ptr));
   // Each member brings the whitespace before it, so every gap (also in "{ }") is one bounded run.
   Sequence obj{b_.byte('{')};
-  obj.push_back(b_.ref(p[0][1]));
+  obj.push_back(members);
   for (Symbol x : ws()) obj.push_back(x);
   obj.push_back(b_.byte('}'));
   KEEL_RETURN_IF_ERROR(b_.check_budget());
   return b_.group(std::move(obj), "object");
-}
-
-// `contains` with minContains m (default 1): arrays with at least m items matching it, every item
-// matching `items`. Left-linear over "items so far that match contains" (saturating at m).
-Result<std::optional<Symbol>> SchemaCompiler::compile_contains(const Json& s, const std::string& ptr, int depth) {
-  if (!s.contains("contains")) return std::optional<Symbol>();
-  KEEL_ASSIGN_OR_RETURN(auto min_contains, count_keyword(s, "minContains", ptr));
-  if (s.contains("maxContains")) return unsupported("maxContains", ptr);
-  const int64_t m = min_contains.value_or(1);
-  if (m == 0) return std::optional<Symbol>();  // every array has at least zero matches
-  if (m > 64) return unsupported("minContains", ptr, "above 64");
-  for (const char* k : {"prefixItems", "additionalItems", "minItems", "maxItems"})
-    if (s.contains(k)) return unsupported("contains", ptr, fmt::format("next to '{}'", k));
-  const Json items = s.contains("items") ? s["items"] : Json(true);
-  if (items.is_array()) return unsupported("contains", ptr, "next to tuple 'items'");
-  KEEL_ASSIGN_OR_RETURN(Symbol any_item, compile(items, ptr + "/items", depth + 1));
-  KEEL_ASSIGN_OR_RETURN(Symbol hit, compile(Json{{"allOf", Json::array({items, s["contains"]})}}, ptr + "/contains", depth + 1));
-  Sequence comma = ws();
-  comma.push_back(b_.byte(','));
-  for (Symbol x : ws()) comma.push_back(x);
-  std::vector<RuleId> t(static_cast<size_t>(m) + 1);  // t[c]: one or more items, c of them hits (max m)
-  for (RuleId& r : t) r = b_.add_rule("contains");
-  auto add = [&](RuleId to, std::optional<RuleId> from, Symbol item) {
-    Sequence seq;
-    if (from) {
-      seq.push_back(b_.ref(*from));
-      seq.insert(seq.end(), comma.begin(), comma.end());
-    } else {
-      seq = ws();
-    }
-    seq.push_back(item);
-    b_.add_alt(to, std::move(seq));
-  };
-  add(t[0], std::nullopt, any_item);
-  add(t[1], std::nullopt, hit);
-  for (size_t c = 0; c < t.size(); ++c) {
-    add(t[c], t[c], any_item);
-    add(t[std::min(c + 1, t.size() - 1)], t[c], hit);
-  }
-  Sequence arr{b_.byte('['), b_.ref(t.back())};
-  for (Symbol x : ws()) arr.push_back(x);
-  arr.push_back(b_.byte(']'));
-  return std::optional<Symbol>(b_.group(std::move(arr), "array"));
 }
 
 Result<Symbol> SchemaCompiler::compile_array(const Json& s, const std::string& ptr, int depth) {
@@ -488,12 +445,29 @@ Result<Symbol> SchemaCompiler::compile_string(const Json& s, const std::string& 
   if (s.contains("format")) {
     if (!s["format"].is_string()) return bad("format", ptr, "a string");
     pattern = format_pattern(s["format"].get<std::string>());
-    if (!pattern) return unsupported("format", ptr, fmt::format("format '{}'", s["format"].get<std::string>()));
-    pattern_kw = "format";
-    if (s.contains("pattern")) return unsupported("pattern", ptr, "together with format");
-  } else if (s.contains("pattern")) {
+    if (pattern) {
+      pattern_kw = "format";
+      if (s.contains("pattern")) return unsupported("pattern", ptr, "together with format");
+    } else if (is_standard_format(s["format"].get<std::string>())) {
+      return unsupported("format", ptr, fmt::format("format '{}'", s["format"].get<std::string>()));
+    }
+    // Any other name is no format JSON Schema defines: an annotation, which validators ignore.
+  }
+  if (!pattern && s.contains("pattern")) {
     if (!s["pattern"].is_string()) return bad("pattern", ptr, "a string");
     pattern = s["pattern"].get<std::string>();
+  }
+  if (s.contains(kNotPattern)) {
+    const Json& p = s[std::string(kNotPattern)];
+    if (!p.is_string()) return bad(kNotPattern, ptr, "a string");
+    if (pattern || has_len || s.contains(kStringNotIn))
+      return unsupported("not", ptr, "a negated pattern next to pattern/format/length/enum");
+    auto sym = regex_key_set(b_, p.get<std::string>(), {}, KeySet::kNeither, CharEncoding::kJsonString);
+    if (!sym.ok()) {
+      if (sym.status().code() != ErrorCode::kUnsupported) return sym.status().with_context(fmt::format("pattern at '#{}'", ptr));
+      return unsupported("not", ptr, fmt::format("the negated pattern ({})", sym.status().message()));
+    }
+    return b_.group({b_.byte('"'), *sym, b_.byte('"')}, "string");
   }
   if (s.contains(kStringNotIn)) {
     std::vector<std::string> names;
@@ -547,6 +521,15 @@ Result<Symbol> SchemaCompiler::compile_number(const Json& s, const std::string& 
     KEEL_RETURN_IF_ERROR(tighten(lo, s["exclusiveMinimum"], true, true));
   if (s.contains("exclusiveMaximum") && !s["exclusiveMaximum"].is_boolean())
     KEEL_RETURN_IF_ERROR(tighten(hi, s["exclusiveMaximum"], true, false));
+  if (s.contains(kNotInteger)) {
+    // Non-integral numbers, written without exponent (1.5e1 is the integer 15): a fraction with a
+    // non-zero digit.
+    if (integer) return b_.never("not_integer");
+    if (lo || hi || s.contains("multipleOf")) return unsupported("not", ptr, "'integer' negated next to numeric bounds");
+    auto sym = regex_to_symbol(b_, "-?(0|[1-9][0-9]*)\\.[0-9]*[1-9][0-9]*", {.encoding = CharEncoding::kUtf8});
+    if (!sym.ok()) return sym.status();
+    return sym;
+  }
   int max_frac = -1;
   if (s.contains("multipleOf")) {
     const Json& m = s["multipleOf"];

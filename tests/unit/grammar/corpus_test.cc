@@ -39,11 +39,11 @@ constexpr long kSearchBudget = 5'000;
 // `opts.whitespace` kBounded: instances are written with a space after every '{' '[' ',' ':' and
 // before every '}' ']' (and "{ }" for an empty object is not tried: compact "{}" is).
 bool run_schema(const Json& schema, const std::vector<std::pair<Json, bool>>& cases, const std::string& name,
-                Figures& fig, const JsonGrammarOptions& opts = {}) {
+                Figures& fig, const JsonGrammarOptions& opts = {}, const SchemaDocuments* documents = nullptr) {
   ++fig.schemas;
   fig.tests += static_cast<int>(cases.size());
   // A generous time budget: the figures must not depend on how loaded the test machine is.
-  auto g = json_schema_grammar(schema, opts, {.max_compile_ms = 120'000});
+  auto g = json_schema_grammar(schema, opts, {.max_compile_ms = 120'000}, documents);
   if (!g.ok()) {
     ++fig.errors[error_key(g.status().message())];
     if (std::getenv("KEEL_CORPUS_DETAIL")) std::printf("  REJECT %s: %s\n", name.c_str(), g.status().message().c_str());
@@ -147,6 +147,16 @@ TEST(GrammarCorpus, MaskBenchSoundWithFlexibleWhitespace) {
   EXPECT_GE(spaced_fig.passing, ratchet()["maskbench_every4_flexible_passing"].get<int>());
 }
 
+// The suite's remote documents, by the URI its README assigns them (http://localhost:1234/ + the
+// path under remotes/): the caller-supplied documents keel resolves remote references against.
+SchemaDocuments suite_remotes(const std::string& dir) {
+  SchemaDocuments docs;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file() && e.path().extension() == ".json")
+      docs.emplace("http://localhost:1234/" + fs::relative(e.path(), dir).generic_string(), load_json(e.path().string()));
+  return docs;
+}
+
 TEST(GrammarCorpus, JsonSchemaTestSuiteSound) {
   const std::string dir = shared_data_dir() + "/json-schema-test-suite/tests/draft2020-12";
   ASSERT_TRUE(fs::is_directory(dir)) << dir << " is missing (the shared data folder of this workspace)";
@@ -154,12 +164,15 @@ TEST(GrammarCorpus, JsonSchemaTestSuiteSound) {
   for (const auto& e : fs::directory_iterator(dir))
     if (e.path().extension() == ".json") files.push_back(e.path());
   std::sort(files.begin(), files.end());
+  const SchemaDocuments remotes = suite_remotes(shared_data_dir() + "/json-schema-test-suite/remotes");
+  ASSERT_FALSE(remotes.empty());
   Figures fig;
   for (const fs::path& p : files) {
     for (const Json& group : load_json(p.string())) {
       std::vector<std::pair<Json, bool>> cases;
       for (const Json& t : group["tests"]) cases.emplace_back(t["data"], t["valid"].get<bool>());
-      run_schema(group["schema"], cases, p.stem().string() + "/" + group["description"].get<std::string>(), fig);
+      run_schema(group["schema"], cases, p.stem().string() + "/" + group["description"].get<std::string>(), fig, {},
+                 &remotes);
     }
   }
   print("JSON-Schema-Test-Suite draft2020-12", fig);

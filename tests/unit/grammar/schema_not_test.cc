@@ -96,11 +96,11 @@ TEST(SchemaNot, InexactNegationsAreUnsupportedNamingTheKeyword) {
     const char* needle;
   };
   const Bad bad[] = {
-      {R"({"not":{"type":"integer"}})", "'not'"},
-      {R"({"properties":{"x":{"not":{"const":1}}}})", "#/properties/x/not"},
+      {R"({"not":{"multipleOf":0.5}})", "'not'"},
+      {R"({"properties":{"x":{"not":{"multipleOf":3}}}})", "#/properties/x/not"},
       {R"({"not":{"enum":["a",[1]]}})", "'not'"},
-      {R"({"not":{"minLength":3}})", "'minLength'"},
-      {R"({"if":{"properties":{"k":{"const":2}}},"then":{"required":["b"]}})", "'if'"},
+      {R"({"not":{"uniqueItems":true}})", "'uniqueItems'"},
+      {R"({"if":{"properties":{"k":{"multipleOf":2}}},"then":{"required":["b"]}})", "'if'"},
   };
   for (const Bad& b : bad) {
     auto g = compile_grammar({.kind = GrammarSpec::Kind::kJsonSchema, .source = b.schema});
