@@ -21,6 +21,7 @@ namespace {
 using test::Collected;
 using test::Collector;
 using test::make_prompt;
+using test::run_to_idle;
 
 constexpr int32_t kEos = 2;
 
@@ -32,18 +33,6 @@ class ConstrainedTest : public test::TinyModelTest {
     EXPECT_TRUE(g.ok()) << g.status().to_string();
     auto trie = std::make_shared<const grammar::VocabTrie>(grammar_vocabulary(*tok_));
     return std::make_shared<grammar::TokenMaskCache>(std::move(g).value(), trie);
-  }
-  static int run_to_idle(Scheduler& s) {
-    int n = 0;
-    while (!s.idle() && n < 2000) {
-      s.step();
-      ++n;
-      Status inv = s.check_invariants();
-      EXPECT_TRUE(inv.ok()) << "after step " << n << ": " << inv.to_string();
-      if (!inv.ok()) break;
-    }
-    EXPECT_TRUE(s.idle());
-    return n;
   }
 
   // One sequence alone: forward, processors, the mask of its own matcher, sample; stops after EOS.

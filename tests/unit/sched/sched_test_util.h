@@ -162,6 +162,21 @@ class Collector {
   int32_t n_final_ = 0;
 };
 
+// Steps the scheduler until it is idle (at most max_steps), checking its invariants after every step;
+// the number of steps taken.
+inline int run_to_idle(Scheduler& s, int max_steps = 3000) {
+  int n = 0;
+  while (!s.idle() && n < max_steps) {
+    s.step();
+    ++n;
+    Status inv = s.check_invariants();
+    EXPECT_TRUE(inv.ok()) << "after step " << n << ": " << inv.to_string();
+    if (!inv.ok()) break;
+  }
+  EXPECT_TRUE(s.idle()) << "not idle after " << n << " steps";
+  return n;
+}
+
 inline GenerateRequest greedy_request(RequestId id, std::vector<int32_t> prompt, int32_t max_tokens) {
   GenerateRequest r;
   r.id = id;

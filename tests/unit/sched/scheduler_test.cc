@@ -15,25 +15,12 @@ using test::Collector;
 using test::greedy_request;
 using test::make_prompt;
 using test::reference_tokens;
+using test::run_to_idle;
 
 class SchedulerTest : public test::TinyModelTest {
  protected:
   static std::unique_ptr<Scheduler> make(SchedConfig c) { return make_scheduler(c); }
-  // Steps until idle, checking invariants after each step; returns the steps taken.
-  static int run_to_idle(Scheduler& s, int max_steps = 2000) {
-    int n = 0;
-    while (!s.idle() && n < max_steps) {
-      s.step();
-      ++n;
-      Status inv = s.check_invariants();
-      EXPECT_TRUE(inv.ok()) << "after step " << n << ": " << inv.to_string();
-      if (!inv.ok()) break;
-    }
-    EXPECT_TRUE(s.idle()) << "not idle after " << max_steps << " steps";
-    return n;
-  }
 };
-
 
 TEST_F(SchedulerTest, BatchedChunkedMatchesOneAtATime) {
   auto s = make({.kv_tokens = 512, .max_batch_tokens = 24, .prefill_chunk = 8, .max_running = 8});
