@@ -7,7 +7,8 @@
 # Llama-3-8B-shaped benchmark (dummy weights). Prints a short table last.
 # Binaries come from $KEEL_GPU_BIN (default build/); logs go to $KEEL_GPU_OUT.
 # KEEL_GPU_PARTS picks parts (default: ops graphs san hf serve bench); `servebench` adds the 8B
-# `keel serve` load test (bench/cuda/serve_bench.sh, a few minutes).
+# `keel serve` load test (bench/cuda/serve_bench.sh, a few minutes); `smollm2` runs the real SmolLM2 GGUF
+# ($KEEL_SMOLLM2) greedy through `keel generate` on cpu and cuda (tests/gpu/smollm2_cpu_vs_cuda.py).
 #   KEEL_GPU_BIN=build scripts/gpu-check.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -67,6 +68,12 @@ if want serve; then
   note "serve: device vs host sampling" "$([[ $rc == 0 ]] && echo pass || echo FAIL) ($(grep -c '^pass' "$OUT/serve_sampling.log") requests equal)"
 fi
 
+if want smollm2; then
+  # The real SmolLM2-135M-Instruct GGUF (path in $KEEL_SMOLLM2): greedy `keel generate` cpu vs cuda.
+  python3 tests/gpu/smollm2_cpu_vs_cuda.py "$KEEL" "${KEEL_SMOLLM2:-missing-model}" >"$OUT/smollm2.log" 2>&1; rc=$?
+  note "smollm2 greedy cpu vs cuda" "$([[ $rc == 0 ]] && echo pass || echo FAIL) ($(grep -c '"same": true' "$OUT/smollm2.log") of 6 prompts equal)"
+fi
+
 if want bench; then
   # Decode phases eager and as graph replays; KEEL_CUDA_STEP_TIMES: GPU idle between steps (logits to the
   # host vs sampled on the device), capture times.
@@ -93,6 +100,7 @@ echo; echo "==== keel GPU check ($(head -1 "$OUT/gpu.txt"), $(date -u +%F)) ====
 [[ -f $OUT/ops.log ]] && grep -E "FAILED|Failure|error" "$OUT/ops.log" | head -20
 [[ -f $OUT/hf_parity.log ]] && cut -c1-400 "$OUT/hf_parity.log"
 [[ -f $OUT/serve_sampling.log ]] && cut -c1-300 "$OUT/serve_sampling.log"
+[[ -f $OUT/smollm2.log ]] && cut -c1-400 "$OUT/smollm2.log"
 [[ -f $OUT/bench.log ]] && cat "$OUT/bench.log"
 [[ -f $OUT/profile.log ]] && cat "$OUT/profile.log"
 [[ -f $OUT/attn_bench.log ]] && cat "$OUT/attn_bench.log"
