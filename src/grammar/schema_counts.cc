@@ -43,6 +43,17 @@ Result<Symbol> SchemaCompiler::object_members(const std::vector<std::pair<Symbol
                                               std::optional<Symbol> extra, int64_t lo, int64_t hi,
                                               const std::string& ptr) {
   if (hi >= 0 && hi < lo) return b_.never("object");
+  // Extra keys (additionalProperties / patternProperties) are not kept distinct from each other, and
+  // a JSON parser keeps one of two equal keys, so only the first extra member may count towards lo:
+  // listed names are distinct, and an extra key differs from every listed one. (Towards hi a repeat
+  // only makes the count stricter.)
+  const auto reachable = static_cast<int64_t>(listed.size()) + (extra ? 1 : 0);
+  if (lo > reachable) {
+    return unsupported("minProperties", ptr,
+                       fmt::format("{} members need more than one key beyond the {} listed properties, and keel "
+                                   "does not keep additional keys distinct",
+                                   lo, listed.size()));
+  }
   const int64_t k = hi >= 0 ? hi : lo;
   if (k > kMaxCount)
     return unsupported(hi >= 0 ? "maxProperties" : "minProperties", ptr, fmt::format("a count above {}", kMaxCount));
@@ -57,7 +68,7 @@ Result<Symbol> SchemaCompiler::object_members(const std::vector<std::pair<Symbol
       // Extra members still to come: at least lo - c (when counting exactly), at most hi - c.
       const int64_t e_lo = std::max<int64_t>(lo - c, 0), e_hi = hi < 0 ? -1 : hi - c;
       if (e_lo == 0) b_.add_alt(end, {});
-      if (extra && e_hi != 0) {
+      if (extra && e_hi != 0 && e_lo <= 1) {
         Sequence more = sep;
         more.push_back(*extra);
         Symbol tail = b_.repeat(std::move(more), std::max<int64_t>(e_lo - 1, 0), e_hi < 0 ? -1 : e_hi - 1);

@@ -103,15 +103,20 @@ TEST(SchemaPropertyNames, FalseEnumPatternAndLength) {
 
 TEST(SchemaCounts, MinAndMaxProperties) {
   const char* max = R"({"maxProperties":2})";
-  const char* min = R"({"minProperties":2})";
+  const char* min = R"({"minProperties":1})";
+  const char* min_listed = R"({"properties":{"a":{}},"minProperties":2})";
   const char* both = R"({"properties":{"a":{},"b":{}},"required":["a"],"minProperties":2,"maxProperties":3})";
   const char* closed = R"({"properties":{"a":{},"b":{},"c":{}},"additionalProperties":false,"maxProperties":1})";
   const char* zero = R"({"maxProperties":0})";
   const Case cases[] = {
       {max, "{}", true},   {max, R"({"x":1,"y":2})", true},       {max, R"({"x":1,"y":2,"z":3})", false},
       {max, "[1,2,3]", true},
-      {min, "{}", false},  {min, R"({"x":1})", false},            {min, R"({"x":1,"y":2})", true},
+      {min, "{}", false},  {min, R"({"x":1})", true},             {min, R"({"x":1,"y":2})", true},
       {min, R"({"x":1,"y":2,"z":[]})", true},                     {min, R"("ab")", true},
+      {min_listed, R"({"a":1,"x":2})", true}, {min_listed, R"({"a":1,"x":2,"y":3})", true},
+      {min_listed, R"({"a":1})", false},
+      // A repeated key is one member once parsed ({"x":2}): it must not reach the minimum.
+      {min_listed, R"({"x":1,"x":2})", false},
       {both, R"({"a":1})", false},          {both, R"({"a":1,"b":2})", true},   {both, R"({"a":1,"z":2})", true},
       {both, R"({"a":1,"b":2,"z":3})", true}, {both, R"({"a":1,"b":2,"y":3,"z":4})", false},
       {both, R"({"b":2,"z":3})", false},
@@ -119,6 +124,11 @@ TEST(SchemaCounts, MinAndMaxProperties) {
       {zero, "{}", true},  {zero, R"({"a":1})", false},           {zero, "0", true},
   };
   check(std::begin(cases), std::end(cases));
+  // Two or more members beyond the listed properties: the extra keys could repeat one another.
+  auto g = compile_grammar({.kind = GrammarSpec::Kind::kJsonSchema, .source = R"({"minProperties":2})"});
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().code(), ErrorCode::kUnsupported);
+  EXPECT_NE(g.status().message().find("'minProperties' at '#'"), std::string::npos) << g.status().message();
 }
 
 TEST(SchemaCounts, MaxContains) {
