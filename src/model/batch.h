@@ -23,7 +23,7 @@ struct Batch {
   std::vector<int32_t> logit_rows;  // token indices whose logits are wanted, in output order
   // Overlap scheduling: [n_tokens] or empty. from_sampled[i] >= 0: token i is not known on the host
   // yet; it is row from_sampled[i] of the token ids the backend's last sample_rows_async wrote, read on
-  // the device (Backend::embed_sampled) and tokens[i] is only a placeholder. -1: tokens[i] itself.
+  // the device (Backend::embed_sampled); tokens[i] holds 0 and is not read. -1: tokens[i] itself.
   std::vector<int32_t> from_sampled;
 
   int32_t n_tokens() const { return static_cast<int32_t>(tokens.size()); }

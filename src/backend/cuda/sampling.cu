@@ -47,23 +47,15 @@ struct Shared {
   int32_t id;
 };
 
-__device__ double block_sum(double v, Shared& sh) {
+// Sum over the block, through one of Shared's per-warp arrays (sh.d for double, sh.u for uint64_t).
+template <typename T>
+__device__ T block_sum(T v, T (&warp_sums)[kWarps]) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   __syncthreads();
-  if ((threadIdx.x & 31) == 0) sh.d[threadIdx.x >> 5] = v;
+  if ((threadIdx.x & 31) == 0) warp_sums[threadIdx.x >> 5] = v;
   __syncthreads();
-  double r = 0.0;
-  for (int w = 0; w < kWarps; ++w) r += sh.d[w];
-  return r;
-}
-
-__device__ uint64_t block_sum_u64(uint64_t v, Shared& sh) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  __syncthreads();
-  if ((threadIdx.x & 31) == 0) sh.u[threadIdx.x >> 5] = v;
-  __syncthreads();
-  uint64_t r = 0;
-  for (int w = 0; w < kWarps; ++w) r += sh.u[w];
+  T r = 0;
+  for (int w = 0; w < kWarps; ++w) r += warp_sums[w];
   return r;
 }
 
@@ -233,7 +225,7 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* logits, c
                       [](float) { return uint64_t{1}; }, &need, whist, sh);
     uint64_t n_eq_u = 0;
     for (int64_t i = threadIdx.x; i < vocab; i += kThreads) n_eq_u += order_key(x[i]) == vk ? 1 : 0;
-    const auto n_eq = static_cast<int64_t>(block_sum_u64(n_eq_u, sh));
+    const auto n_eq = static_cast<int64_t>(block_sum(n_eq_u, sh.u));
     if (static_cast<int64_t>(need) < n_eq) tie_k = nth_in_order(vocab, static_cast<int64_t>(need), [&](int64_t i) { return order_key(x[i]) == vk; }, sh);
   }
   auto in_c = [&](int64_t i, uint32_t k) { return !topk || k > vk || (k == vk && i <= tie_k); };
@@ -250,7 +242,7 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* logits, c
     const float v = x[i];
     if (in_c(i, order_key(v))) sum += expd(v);
   }
-  sum = block_sum(sum, sh);
+  sum = block_sum(sum, sh.d);
 
   // min-p: probability (relative to the top one) below min_p is cut; monotone in the logit.
   const bool minp = r.min_p > 0.0f;
@@ -271,7 +263,7 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* logits, c
       const float v = x[i];
       if (in_m(i, order_key(v))) total += fixed(v);
     }
-    total = block_sum_u64(total, sh);
+    total = block_sum(total, sh.u);
     const auto target = static_cast<uint64_t>(static_cast<double>(r.top_p) * kMassScale);
     if (total >= target) {
       topp = true;
@@ -283,7 +275,7 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* logits, c
         const uint32_t k = order_key(x[i]);
         n_eq += (k == vp && in_m(i, k)) ? 1 : 0;
       }
-      n_eq = static_cast<int64_t>(block_sum_u64(static_cast<uint64_t>(n_eq), sh));
+      n_eq = static_cast<int64_t>(block_sum(static_cast<uint64_t>(n_eq), sh.u));
       // The first `take` ties (in id order) complete the mass; a zero-mass tie takes them all.
       const int64_t take = p_star == 0 ? n_eq : static_cast<int64_t>((rem + p_star - 1) / p_star);
       if (take < n_eq) {
