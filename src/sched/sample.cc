@@ -40,13 +40,15 @@ SampledToken Scheduler::sample_one(Sequence& s, std::span<const float> logits, i
     row = processed_;
   }
   t.token = sample::sample_token(row, s.params, static_cast<int64_t>(s.tokens.size()), sampler_scratch_);
-  if (top_logprobs >= 0) {
-    sample::TokenLogprobs lp = sample::compute_logprobs(logits, t.token, top_logprobs);
-    t.has_logprobs = true;
-    t.logprob = TokenLogprob{.token = lp.token, .logprob = lp.logprob};
-    for (const auto& [id, logprob] : lp.top) t.top.push_back(TokenLogprob{.token = id, .logprob = logprob});
-  }
+  if (top_logprobs >= 0) set_logprobs(t, logits, top_logprobs);
   return t;
+}
+
+void set_logprobs(SampledToken& t, std::span<const float> raw_row, int32_t top_logprobs) {
+  sample::TokenLogprobs lp = sample::compute_logprobs(raw_row, t.token, top_logprobs);
+  t.has_logprobs = true;
+  t.logprob = TokenLogprob{.token = lp.token, .logprob = lp.logprob};
+  for (const auto& [id, logprob] : lp.top) t.top.push_back(TokenLogprob{.token = id, .logprob = logprob});
 }
 
 }  // namespace keel::sched

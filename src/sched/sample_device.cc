@@ -11,7 +11,6 @@
 
 #include "sample/constraint.h"
 #include "sample/logits_processors.h"
-#include "sample/logprobs.h"
 #include "sched/scheduler.h"
 
 namespace keel::sched {
@@ -126,10 +125,7 @@ std::vector<SampledToken> Scheduler::sample_on_device(const std::vector<std::vec
       processed_.resize(static_cast<size_t>(n_vocab_));
       be.copy_to_host(device_logits_.rows(raw_row, 1), processed_);
     }
-    sample::TokenLogprobs lp = sample::compute_logprobs(processed_, t.token, top_logprobs);
-    t.has_logprobs = true;
-    t.logprob = TokenLogprob{.token = lp.token, .logprob = lp.logprob};
-    for (const auto& [tid, logprob] : lp.top) t.top.push_back(TokenLogprob{.token = tid, .logprob = logprob});
+    set_logprobs(t, processed_, top_logprobs);
   }
   return out;
 }

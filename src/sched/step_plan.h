@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -36,5 +37,8 @@ struct SampledToken {
   std::vector<TokenLogprob> top;
   std::string error;  // no token could be sampled (the constraint allows none): the sample fails
 };
+
+// Sets t's log-probability and top_logprobs alternatives from a raw logits row (sample.cc).
+void set_logprobs(SampledToken& t, std::span<const float> raw_row, int32_t top_logprobs);
 
 }  // namespace keel::sched
