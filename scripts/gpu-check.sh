@@ -8,7 +8,10 @@
 # Binaries come from $KEEL_GPU_BIN (default build/); logs go to $KEEL_GPU_OUT.
 # KEEL_GPU_PARTS picks parts (default: ops graphs san hf serve bench); `servebench` adds the 8B
 # `keel serve` load test (bench/cuda/serve_bench.sh, a few minutes); `smollm2` runs the real SmolLM2 GGUF
-# ($KEEL_SMOLLM2) greedy through `keel generate` on cpu and cuda (tests/gpu/smollm2_cpu_vs_cuda.py).
+# ($KEEL_SMOLLM2) greedy through `keel generate` on cpu and cuda (tests/gpu/smollm2_cpu_vs_cuda.py);
+# `grammar` times constrained vs free decoding on keel serve (bench/cuda/grammar_e2e.py): the 8B shape with
+# the Llama 3 tokenizer ($KEEL_LLAMA3_TOKENIZER) and MaskBench schemas ($KEEL_GRAMMAR_SCHEMAS, a folder),
+# and SmolLM2 too when $KEEL_SMOLLM2 is set.
 #   KEEL_GPU_BIN=build scripts/gpu-check.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -91,6 +94,19 @@ if want bench; then
   note "bench llama3-8b bs 256" "rc=$rc"
 fi
 
+if want grammar; then
+  SCHEMAS=("${KEEL_GRAMMAR_SCHEMAS:-missing-schemas}"/*.json)
+  python3 bench/cuda/grammar_e2e.py --keel "$KEEL" --model bench/cuda/llama3-8b --tokenizer \
+    "${KEEL_LLAMA3_TOKENIZER:-missing-tokenizer}" --schemas "${SCHEMAS[@]}" --concurrency 1 16 64 --max-tokens 128 \
+    --out "$OUT/grammar_8b" -- --max-batch-tokens 8192 >"$OUT/grammar_e2e.log" 2>&1; rc=$?
+  note "grammar e2e 8B (128k vocab)" "rc=$rc $(grep -o 'worst .*' "$OUT/grammar_e2e.log")"
+  if [[ -n ${KEEL_SMOLLM2:-} ]]; then
+    python3 bench/cuda/grammar_e2e.py --keel "$KEEL" --model "$KEEL_SMOLLM2" --schemas "${SCHEMAS[@]}" \
+      --concurrency 1 16 --max-tokens 128 --out "$OUT/grammar_smollm2" >>"$OUT/grammar_e2e.log" 2>&1; rc=$?
+    note "grammar e2e SmolLM2 (49k)" "rc=$rc $(grep -o 'worst .*' "$OUT/grammar_e2e.log" | tail -1)"
+  fi
+fi
+
 if want servebench; then
   KEEL_CUDA_STEP_TIMES=1 bench/cuda/serve_bench.sh "$KEEL" "$OUT/models/tiny_llama/tokenizer.json" "$OUT/serve_bench" >"$OUT/serve_bench.log" 2>&1; rc=$?
   note "serve bench llama3-8b" "rc=$rc"
@@ -106,4 +122,5 @@ echo; echo "==== keel GPU check ($(head -1 "$OUT/gpu.txt"), $(date -u +%F)) ====
 [[ -f $OUT/attn_bench.log ]] && cat "$OUT/attn_bench.log"
 [[ -f $OUT/bench_b256.log ]] && cat "$OUT/bench_b256.log"
 [[ -f $OUT/serve_bench.log ]] && cat "$OUT/serve_bench.log"
+[[ -f $OUT/grammar_e2e.log ]] && cat "$OUT/grammar_e2e.log"
 printf '%s\n' "${SUMMARY[@]}"
