@@ -12,7 +12,8 @@ Result<std::unique_ptr<ThreadedEngine>> ThreadedEngine::create(const SchedulerPa
 }
 
 ThreadedEngine::ThreadedEngine(std::unique_ptr<Scheduler> sched)
-    : sched_(std::move(sched)), max_queue_(sched_->config().max_queue), n_ctx_(sched_->context_tokens()) {
+    : sched_(std::move(sched)), max_queue_(sched_->config().max_queue), n_ctx_(sched_->context_tokens()),
+      max_events_(static_cast<size_t>(sched_->config().event_queue_capacity)) {
   load_ = sched_->load();
   thread_ = std::thread([this] { loop(); });
 }
@@ -71,8 +72,10 @@ Status ThreadedEngine::flush_cache() {
 }
 
 int64_t ThreadedEngine::drain_cache_events(std::vector<cache::CacheEvent>& out) {
-  int64_t n = 0;
-  call([&](Scheduler& s) { n = s.drain_cache_events(out); });
+  std::lock_guard lock(mu_);
+  const auto n = static_cast<int64_t>(events_.size());
+  out.insert(out.end(), std::make_move_iterator(events_.begin()), std::make_move_iterator(events_.end()));
+  events_.clear();
   return n;
 }
 
@@ -130,8 +133,15 @@ void ThreadedEngine::apply(Command& command, uint64_t& last_call) {
 }
 
 void ThreadedEngine::publish(bool progressed, uint64_t last_call) {
+  events_fresh_.clear();
+  sched_->drain_cache_events(events_fresh_);
   {
     std::lock_guard lock(mu_);
+    events_.insert(events_.end(), std::make_move_iterator(events_fresh_.begin()),
+                   std::make_move_iterator(events_fresh_.end()));
+    if (events_.size() > max_events_) {
+      events_.erase(events_.begin(), events_.end() - static_cast<std::ptrdiff_t>(max_events_));
+    }
     n_calls_done_ = std::max(n_calls_done_, last_call);
     load_ = sched_->load();
     n_in_transit_ = 0;

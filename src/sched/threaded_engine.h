@@ -36,7 +36,11 @@ class ThreadedEngine final : public Engine {
 
   // Evicts every unlocked cached prefix (for /flush_cache); waits for the scheduler thread.
   Status flush_cache();
-  // The radix tree's change feed (cache_event.h) for the router: moves queued events to out.
+  // The radix tree's change feed (cache_event.h) for the router: moves the events published so far to
+  // out without waiting for the scheduler thread (it hands each step's events over when the step ends,
+  // so a long step never delays the feed's reader or its heartbeats). Bounded like the tree's own
+  // queue (SchedConfig::event_queue_capacity): past it the oldest unread events are dropped, which the
+  // reader sees as a gap in seq and resyncs from cache_snapshot().
   int64_t drain_cache_events(std::vector<cache::CacheEvent>& out);
   cache::FeedSnapshot cache_snapshot();
   int64_t context_tokens() const { return n_ctx_; }
@@ -65,6 +69,7 @@ class ThreadedEngine final : public Engine {
   std::unique_ptr<Scheduler> sched_;  // touched only by thread_ once it runs
   const int32_t max_queue_;
   const int64_t n_ctx_;
+  const size_t max_events_;
 
   mutable std::mutex mu_;
   std::condition_variable wake_;     // the scheduler thread waits here for commands
@@ -79,6 +84,8 @@ class ThreadedEngine final : public Engine {
   bool stop_ = false;
   uint64_t n_calls_ = 0;       // tickets handed to call()
   uint64_t n_calls_done_ = 0;  // calls run and published (load() then reflects them)
+  std::vector<cache::CacheEvent> events_;        // cache events handed over, not yet drained (mu_)
+  std::vector<cache::CacheEvent> events_fresh_;  // scheduler thread only: this step's events
   std::thread thread_;
 };
 
