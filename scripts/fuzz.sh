@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang (ASan + UBSan) and runs each for a while from seeds
 # derived from real files. Usage:
-#   scripts/fuzz.sh [seconds=60] [target ...]      (default targets: gguf_fuzz safetensors_fuzz)
+#   scripts/fuzz.sh [seconds=60] [target ... | all]  (default targets: gguf_fuzz safetensors_fuzz)
 # Env: BUILD (default build-fuzz), JOBS (default 2), KEEL_CACHE_DIR (default ~/.cache/keel),
-#      FUZZ_BIN_DIR (run prebuilt targets from this folder and skip the build).
+#      FUZZ_BIN_DIR (run prebuilt targets from this folder and skip the build), FUZZ_SEED (libFuzzer's
+#      -seed; CI sets it so a failure can be replayed).
 # Seeds: gguf_fuzz gets the first KB of two llama.cpp vocab GGUFs (v2 and v3) and a small valid
 # GGUF built by gguf-py from SmolLM2's real metadata and tensor rows; safetensors_fuzz gets the
 # golden files written by the safetensors package. Other targets start from an empty corpus.
@@ -14,6 +15,10 @@ SECONDS_PER_TARGET="${1:-60}"
 shift || true
 TARGETS=("$@")
 [ ${#TARGETS[@]} -eq 0 ] && TARGETS=(gguf_fuzz safetensors_fuzz)
+if [ "${TARGETS[*]}" = all ]; then
+  TARGETS=()
+  for f in "$ROOT"/tests/fuzz/*_fuzz.cc; do TARGETS+=("$(basename "$f" .cc)"); done
+fi
 BUILD="${BUILD:-$ROOT/build-fuzz}"
 CACHE="${KEEL_CACHE_DIR:-$HOME/.cache/keel}"
 WORK="$BUILD/fuzz"
@@ -70,7 +75,7 @@ for target in "${TARGETS[@]}"; do
   rm -rf "$seeds"; mkdir -p "$seeds" "$corpus" "$artifacts"
   if declare -F "seeds_$target" >/dev/null; then "seeds_$target" "$seeds"; fi
   echo "== $target: ${SECONDS_PER_TARGET}s from $(ls "$seeds" | wc -l) seeds"
-  if ! "$BIN/$target" -max_total_time="$SECONDS_PER_TARGET" -max_len=8192 -timeout=10 \
+  if ! "$BIN/$target" -max_total_time="$SECONDS_PER_TARGET" -max_len=8192 -timeout=10 ${FUZZ_SEED:+-seed=$FUZZ_SEED} \
       -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts/" "$corpus" "$seeds" \
       2>"$WORK/$target/log"; then
     status=1
