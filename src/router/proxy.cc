@@ -132,8 +132,9 @@ void ProxyRequest::on_head(uint64_t n, int status, const HeaderList& headers) {
   std::lock_guard lock(mu_);
   if (finished_ || n != attempt_n_) return;
   status_ = status;
-  head_headers_ = headers;
-  const bool sse = header_of(headers, "Content-Type").starts_with("text/event-stream");
+  head_content_type_ = header_of(headers, "Content-Type");
+  head_retry_after_ = header_of(headers, "Retry-After");
+  const bool sse = head_content_type_.starts_with("text/event-stream");
   if (client_started_) {  // a resumed attempt: only a stream can continue the client's stream
     passthrough_ = status == 200 && sse;
     is_sse_ = passthrough_;
@@ -212,8 +213,8 @@ void ProxyRequest::on_done(uint64_t n, UpstreamFailure failure, const std::strin
       return log_access(status_);
     }
     HttpResponse resp{.status = status_, .body = std::move(body_acc_)};
-    if (auto ct = header_of(head_headers_, "Content-Type"); !ct.empty()) resp.content_type = std::string(ct);
-    if (auto ra = header_of(head_headers_, "Retry-After"); !ra.empty()) resp.headers.emplace_back("Retry-After", ra);
+    if (!head_content_type_.empty()) resp.content_type = head_content_type_;
+    if (!head_retry_after_.empty()) resp.headers.emplace_back("Retry-After", head_retry_after_);
     resp.headers.emplace_back("X-Request-Id", request_id_);
     resp.headers.emplace_back("X-Keel-Replica", replica_->url);
     finished_ = true;

@@ -550,6 +550,8 @@ void HttpServer::stop() {
   for (auto& c : impl_->live_connections()) c->abandon();
 }
 
+net::io_context& HttpServer::io_context() { return impl_->ioc; }
+
 int64_t HttpServer::n_connections() const {
   std::lock_guard lock(impl_->shared.mu);
   return static_cast<int64_t>(impl_->shared.live.size());

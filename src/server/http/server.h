@@ -14,6 +14,10 @@
 #include "server/http/message.h"
 #include "server/http/router.h"
 
+namespace boost::asio {
+class io_context;  // defined in <boost/asio/io_context.hpp>; only server.cc and its users include it
+}  // namespace boost::asio
+
 namespace keel::server::http {
 
 struct ServerConfig {
@@ -59,6 +63,13 @@ class HttpServer {
   void stop();
   // Open connections right now (for tests and metrics).
   int64_t n_connections() const;
+  // The io_context the io threads run, alive from construction to destruction. Another asynchronous
+  // component may put its own sockets and timers on it so that they run on the same threads (the
+  // router's upstream client does: one thread then carries a request from client to replica and
+  // back, with no hand-off between threads). Work put there runs once start() has started the
+  // threads and stops with stop(); whatever it owns that is bound to this context must be released
+  // before the server is destroyed.
+  boost::asio::io_context& io_context();
 
  private:
   struct Impl;
