@@ -52,6 +52,16 @@ std::string sanitize_request_id(std::string_view id) {
   return std::string(id);
 }
 
+// "rt-" and 16 random hex digits (per request: without fmt's format-string parsing).
+std::string new_request_id() {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string id(19, '0');
+  id[0] = 'r', id[1] = 't', id[2] = '-';
+  uint64_t v = random_u64();
+  for (int i = 18; i >= 3; --i, v >>= 4) id[static_cast<size_t>(i)] = kHex[v & 15];
+  return id;
+}
+
 std::string_view header_of(const HeaderList& h, std::string_view name) {
   for (const auto& [k, v] : h) {
     if (server::http::iequals(k, name)) return v;
@@ -66,7 +76,7 @@ ProxyRequest::ProxyRequest(RouterService& svc, ProxyKind kind, HttpRequest&& req
 
 void ProxyRequest::run() {
   request_id_ = sanitize_request_id(req_.header("X-Request-Id"));
-  if (request_id_.empty()) request_id_ = fmt::format("rt-{:016x}", random_u64());
+  if (request_id_.empty()) request_id_ = new_request_id();
   // Registered before taking mu_: if the client is already gone the callback runs right here.
   ex_->on_disconnect([weak = weak_from_this()] {
     auto self = weak.lock();

@@ -82,9 +82,9 @@ class RouterService {
   // Rewrites the state file (if configured) from the current replica set.
   Status persist();
   void add_routes(server::http::Router& router);
-  // `front`: the HTTP server's io_context, used for the upstream side when config().upstream.n_threads
-  // is 0 (UpstreamClient::start).
-  void start(boost::asio::io_context* front = nullptr);
+  // `front`: the HTTP server's io_context (run by `front_threads` threads), used for the upstream side
+  // when config().upstream.n_threads is 0 (UpstreamClient::start).
+  void start(boost::asio::io_context* front = nullptr, int32_t front_threads = 1);
   void stop();
 
   // --- used by the request flow (proxy.cc), health checks and feeds ---

@@ -88,6 +88,7 @@ struct UpstreamClient::Impl : std::enable_shared_from_this<Impl> {
   UpstreamConfig config;
   net::io_context own_ioc;          // run by `threads`
   net::io_context* ioc = &own_ioc;  // where calls and timers run: own_ioc or a shared one
+  bool one_thread = false;          // one thread runs *ioc: calls need no strand
   std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
   std::vector<std::thread> threads;
   mutable std::mutex mu;
@@ -127,7 +128,11 @@ class Call final : public UpstreamCall, public std::enable_shared_from_this<Call
       net::post(strand_, [self = shared_from_this()] { self->write(); });
       return;
     }
-    strand_ = net::make_strand(*client_->ioc);
+    if (client_->one_thread) {
+      strand_ = client_->ioc->get_executor();
+    } else {
+      strand_ = net::make_strand(*client_->ioc);
+    }
     net::post(strand_, [self = shared_from_this()] { self->connect(); });
   }
 
@@ -202,15 +207,20 @@ class Call final : public UpstreamCall, public std::enable_shared_from_this<Call
   void read_body() {
     if (done_) return;
     if (parser_->is_done()) return complete();
-    parser_->get().body().data = piece_;
-    parser_->get().body().size = kBodyPiece;
+    if (!piece_) {  // sized to the body when its length is known and small (most answers are)
+      const auto length = parser_->content_length();
+      piece_size_ = length && *length > 0 && *length < kBodyPiece ? static_cast<size_t>(*length) : kBodyPiece;
+      piece_ = std::make_unique<char[]>(piece_size_);
+    }
+    parser_->get().body().data = piece_.get();
+    parser_->get().body().size = piece_size_;
     parser_->get().body().more = true;
     stream_->expires_after(std::chrono::milliseconds(idle_ms_));
     bhttp::async_read_some(*stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
       if (self->done_) return;
       if (ec == bhttp::error::need_buffer) ec = {};
-      size_t n = kBodyPiece - self->parser_->get().body().size;
-      if (n > 0 && self->cb_.on_data) self->cb_.on_data(std::string_view(self->piece_, n));
+      size_t n = self->piece_size_ - self->parser_->get().body().size;
+      if (n > 0 && self->cb_.on_data) self->cb_.on_data(std::string_view(self->piece_.get(), n));
       if (self->done_) return;
       if (ec == bhttp::error::end_of_stream && self->parser_->is_done()) ec = {};
       if (ec) {
@@ -249,13 +259,15 @@ class Call final : public UpstreamCall, public std::enable_shared_from_this<Call
   UpstreamCallbacks cb_;
   int32_t first_byte_ms_ = 0, idle_ms_ = 0;
   std::string wire_;
-  net::any_io_executor strand_;  // fixed before start() returns: a reconnect reuses it
+  net::any_io_executor strand_;  // fixed before start() returns: a reconnect reuses it (the
+                                 // context's own executor when one thread runs it)
   std::unique_ptr<beast::tcp_stream> stream_;
   bool reused_ = false;
   bool done_ = false;
   beast::flat_buffer buffer_;
   std::optional<bhttp::response_parser<bhttp::buffer_body>> parser_;
-  char piece_[kBodyPiece];
+  std::unique_ptr<char[]> piece_;  // body bytes of one read, allocated at the first body read
+  size_t piece_size_ = 0;
 };
 
 }  // namespace
@@ -263,13 +275,15 @@ class Call final : public UpstreamCall, public std::enable_shared_from_this<Call
 UpstreamClient::UpstreamClient(UpstreamConfig config) : impl_(std::make_shared<Impl>(config)) {}
 UpstreamClient::~UpstreamClient() { stop(); }
 
-void UpstreamClient::start(net::io_context* shared) {
+void UpstreamClient::start(net::io_context* shared, int32_t shared_threads) {
   if (shared && impl_->config.n_threads == 0) {
     impl_->ioc = shared;
+    impl_->one_thread = shared_threads == 1;
     return;
   }
   impl_->work.emplace(impl_->own_ioc.get_executor());
   const int n = std::max(1, impl_->config.n_threads);
+  impl_->one_thread = n == 1;
   for (int i = 0; i < n; ++i) impl_->threads.emplace_back([impl = impl_] { impl->own_ioc.run(); });
 }
 

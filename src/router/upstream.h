@@ -72,11 +72,12 @@ class UpstreamClient {
   UpstreamClient& operator=(const UpstreamClient&) = delete;
 
   // Starts n_threads io threads of the client's own. With `shared` (only used when n_threads is 0)
-  // the client starts none and runs every call and timer on that io_context, whose threads its
-  // owner runs; n_threads 0 without one starts a single own thread. `shared` must outlive the
-  // client's calls and timers, and stop() must run before it is destroyed (it drops the pooled
-  // connections, which are bound to it).
-  void start(boost::asio::io_context* shared = nullptr);
+  // the client starts none and runs every call and timer on that io_context, whose `shared_threads`
+  // threads its owner runs; n_threads 0 without one starts a single own thread. `shared` must
+  // outlive the client's calls and timers, and stop() must run before it is destroyed (it drops the
+  // pooled connections, which are bound to it). When one thread runs the context, calls skip their
+  // strands (that thread already runs their handlers one at a time).
+  void start(boost::asio::io_context* shared = nullptr, int32_t shared_threads = 1);
   // Stops the own threads (a shared context's owner stops that one) and drops idle connections;
   // calls still running on a shared context finish there and do not return to the pool.
   void stop();

@@ -1,5 +1,6 @@
 // Asynchronous HTTP/1.1 server on Boost.Beast (kept out of this header: pimpl). n_io_threads run
-// every connection; each connection lives on its own strand (no thread per connection). Keep-alive,
+// every connection; each connection lives on its own strand (no thread per connection; with one io
+// thread, on the io_context's executor, which that thread already serialises). Keep-alive,
 // body size limit (413), header/body/idle timeouts, chunked streams with disconnect detection, and a
 // graceful stop. start()/stop() are called from one controlling thread (the CLI's main).
 #pragma once

@@ -1,8 +1,8 @@
 // UpstreamClient against a real HttpServer (server/http) on loopback: whole responses, chunked
 // streams delivered piece by piece, keep-alive reuse, and each failure kind (refused connection,
-// first-byte timeout, idle timeout inside a stream). Each test runs twice: with the client's own io
-// thread, and with the client on the server's io_context (one thread serves both ends of each call,
-// as in `keel router` with --upstream-threads 0).
+// first-byte timeout, idle timeout inside a stream). Each test runs three times: with one io thread
+// of the client's own, with two (calls then run on strands), and with the client on the server's
+// io_context (one thread serves both ends of each call, as in `keel router` --upstream-threads 0).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -52,7 +52,7 @@ struct Result {
   }
 };
 
-enum class Threads { kOwn, kShared };
+enum class Threads { kOwn, kOwnTwo, kShared };  // kOwnTwo: two own threads, so calls run on strands
 
 class UpstreamTest : public ::testing::TestWithParam<Threads> {
  protected:
@@ -92,7 +92,9 @@ class UpstreamTest : public ::testing::TestWithParam<Threads> {
     client_ = std::make_unique<UpstreamClient>(UpstreamConfig{.connect_timeout_ms = 1000,
                                                               .first_byte_timeout_ms = 300,
                                                               .idle_timeout_ms = 300,
-                                                              .n_threads = GetParam() == Threads::kOwn ? 1 : 0});
+                                                              .n_threads = GetParam() == Threads::kShared ? 0
+                                                                           : GetParam() == Threads::kOwn  ? 1
+                                                                                                          : 2});
     client_->start(GetParam() == Threads::kShared ? &server_->io_context() : nullptr);
     ep_ = Endpoint{.host = "127.0.0.1", .port = server_->port()};
   }
@@ -215,9 +217,11 @@ TEST_P(UpstreamTest, TimersRunOnTheChosenContext) {
   EXPECT_EQ(*ran_on == server_thread(), GetParam() == Threads::kShared);
 }
 
-INSTANTIATE_TEST_SUITE_P(Threads, UpstreamTest, ::testing::Values(Threads::kOwn, Threads::kShared),
+INSTANTIATE_TEST_SUITE_P(Threads, UpstreamTest, ::testing::Values(Threads::kOwn, Threads::kOwnTwo, Threads::kShared),
                          [](const ::testing::TestParamInfo<Threads>& p) {
-                           return p.param == Threads::kOwn ? std::string("OwnThread") : std::string("SharedContext");
+                           return p.param == Threads::kOwn      ? std::string("OwnThread")
+                                  : p.param == Threads::kOwnTwo ? std::string("TwoOwnThreads")
+                                                                : std::string("SharedContext");
                          });
 
 }  // namespace
