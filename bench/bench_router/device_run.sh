@@ -8,6 +8,7 @@
 # then run `D/device_run.sh OUTDIR [extra bench_router.py flags]`. Writes OUTDIR/router.json and logs.
 # Router pinned to CPU 2, backend (4 io threads) and load generators to CPUs 4-15, 3 s per run.
 set -u
+VENV=/tmp/keel-bench-sgr-venv-$$
 D="$(cd "$(dirname "$0")" && pwd)"
 OUTDIR="$1"
 shift
@@ -16,9 +17,9 @@ mkdir -p "$OUTDIR"
 args=()
 if [[ -d "$D/wheels" ]]; then
   t0=$(date +%s)
-  if python3 -m venv /tmp/sgr-venv >"$OUTDIR/pip.log" 2>&1 &&
-    /tmp/sgr-venv/bin/pip install -q --no-index --find-links "$D/wheels" sglang-router==0.3.2 >>"$OUTDIR/pip.log" 2>&1; then
-    args+=(--sglang-router /tmp/sgr-venv/bin/python)
+  if python3 -m venv "$VENV" >"$OUTDIR/pip.log" 2>&1 &&
+    "$VENV"/bin/pip install -q --no-index --find-links "$D/wheels" sglang-router==0.3.2 >>"$OUTDIR/pip.log" 2>&1; then
+    args+=(--sglang-router "$VENV/bin/python")
   fi
   echo "sglang-router venv: $(( $(date +%s) - t0 )) s, ${args[*]:-not installed}" >>"$OUTDIR/machine.txt"
 fi
