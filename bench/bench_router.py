@@ -9,10 +9,14 @@ Also runs bench_router_decision (replica choice without sockets).
 
 With --router-cpu C the routers run pinned to CPU C (taskset) and the backend and load generators to
 --other-cpus; then a saturation run (--peak-procs load generators x --peak-connections each) gives the
-highest request rate one router core sustains. --repeat N interleaves keel and sglang-router N times.
+highest request rate one router core sustains. --low-connections N adds a low-load latency run (N
+connections, the router core mostly idle: what a request pays, not queueing). --repeat N interleaves
+the routers N times. --baseline-keel B also measures another keel binary (e.g. a build from before a
+change) with --baseline-upstream-threads, in the same run.
 
 Usage: bench/bench_router.py [--build build] [--sglang-router PYTHON] [--seconds 5] [--connections 8]
          [--router-cpu C --other-cpus LIST] [--peak-procs 4 --peak-connections 16] [--repeat N]
+         [--low-connections 1] [--upstream-threads 0] [--baseline-keel BIN] [--no-decision]
   --sglang-router: a python that has sglang-router installed (pip install sglang-router==0.3.2).
 """
 import argparse
@@ -68,27 +72,33 @@ def load(build: pathlib.Path, port: int, seconds: float, connections: int, procs
             "p99_us": max(x["p99_us"] for x in parts), "load_procs": procs, "connections_each": connections}
 
 
-def measure(name, build, port, pid, seconds, connections, procs=1) -> dict:
-    load(build, port, 1.0, connections, procs)  # warm-up: connections, pools, caches
+def measure(name, build, port, pid, seconds, connections, procs=1, warmup=1.0) -> dict:
+    load(build, port, warmup, connections, procs)  # warm-up: connections, pools, caches
     cpu0 = cpu_seconds(pid) if pid else 0.0
     r = load(build, port, seconds, connections, procs)
     cpu = (cpu_seconds(pid) - cpu0) if pid else 0.0
     r["name"] = name
+    r["connections"] = connections * procs
     r["router_cpu_s"] = round(cpu, 3)
     r["req_per_cpu_s"] = round(r["requests"] / cpu, 1) if cpu > 0 else None
     r["cpu_us_per_req"] = round(cpu * 1e6 / r["requests"], 1) if r["requests"] and cpu > 0 else None
+    r["router_core_busy"] = round(cpu / seconds, 3) if pid else None
     r["load_avg"] = round(os.getloadavg()[0], 2)
     return r
 
 
 def run_router(kind, build, bport, a, results):
-    """Starts one router, measures it (latency run, then the saturation run when pinned), stops it."""
+    """Starts one router, measures it (latency runs, then the saturation run when pinned), stops it.
+
+    kind: "keel", "baseline" (a.baseline_keel) or "sglang"."""
     port = free_port()
-    if kind == "keel":
-        name = "keel router (cache_aware, char keys)"
-        cmd = [*PIN["router"], str(build / "src/cli/keel"), "router", "--port", str(port), "--workers",
-               f"http://127.0.0.1:{bport}", "--http-threads", "1", "--upstream-threads", "1", "--no-access-log",
-               "--policy", "cache_aware"]
+    if kind in ("keel", "baseline"):
+        binary = str(build / "src/cli/keel") if kind == "keel" else a.baseline_keel
+        threads = a.upstream_threads if kind == "keel" else a.baseline_upstream_threads
+        name = f"keel router{' (baseline)' if kind == 'baseline' else ''} (cache_aware, char keys, upstream threads {threads})"
+        cmd = [*PIN["router"], binary, "router", "--port", str(port), "--workers",
+               f"http://127.0.0.1:{bport}", "--http-threads", "1", "--upstream-threads", str(threads),
+               "--no-access-log", "--policy", "cache_aware"]
         proc = subprocess.Popen(cmd, stderr=subprocess.DEVNULL)
         timeout = 60
     else:
@@ -100,9 +110,13 @@ def run_router(kind, build, bport, a, results):
         timeout = 120
     try:
         wait_http(f"http://127.0.0.1:{port}/health", timeout)
-        results.append(measure(name, build, port, proc.pid, a.seconds, a.connections))
+        if a.low_connections > 0:
+            results.append(measure(name + " low load", build, port, proc.pid, a.seconds, a.low_connections,
+                                   warmup=a.warmup))
+        results.append(measure(name, build, port, proc.pid, a.seconds, a.connections, warmup=a.warmup))
         if a.router_cpu is not None and a.peak_procs > 0:
-            r = measure(name + " saturated", build, port, proc.pid, a.seconds, a.peak_connections, a.peak_procs)
+            r = measure(name + " saturated", build, port, proc.pid, a.seconds, a.peak_connections, a.peak_procs,
+                        warmup=a.warmup)
             results.append(r)
     finally:
         stop(proc)
@@ -129,6 +143,13 @@ def main() -> None:
     ap.add_argument("--peak-procs", type=int, default=4, help="load generators in the saturation run (pinned only)")
     ap.add_argument("--peak-connections", type=int, default=16, help="connections per load generator there")
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--warmup", type=float, default=1.0, help="seconds of load before each measured run")
+    ap.add_argument("--low-connections", type=int, default=0, help="also a low-load latency run at N connections")
+    ap.add_argument("--upstream-threads", type=int, default=0,
+                    help="keel router --upstream-threads (0: upstream sockets on the front end's thread)")
+    ap.add_argument("--baseline-keel", default="", help="another keel binary to measure in the same run")
+    ap.add_argument("--baseline-upstream-threads", type=int, default=1)
+    ap.add_argument("--no-decision", action="store_true", help="skip bench_router_decision")
     a = ap.parse_args()
     build = pathlib.Path(a.build)
     if a.router_cpu is not None:
@@ -141,19 +162,25 @@ def main() -> None:
                                 str(a.backend_threads)])
     try:
         wait_http(f"http://127.0.0.1:{bport}/health")
+        kinds = ["keel"] + (["baseline"] if a.baseline_keel else []) + (["sglang"] if a.sglang_router else [])
         for _ in range(a.repeat):
-            direct = measure("direct", build, bport, None, a.seconds, a.connections)
-            results.append(direct)
-            for kind in ["keel", "sglang"] if a.sglang_router else ["keel"]:
+            direct = {}
+            for conns in sorted({a.connections, a.low_connections} - {0}):
+                name = "direct" if conns == a.connections else "direct low load"
+                direct[conns] = measure(name, build, bport, None, a.seconds, conns, warmup=a.warmup)
+                results.append(direct[conns])
+            for kind in kinds:
                 n = len(results)
                 run_router(kind, build, bport, a, results)
                 for r in results[n:]:
                     if "saturated" not in r["name"]:
-                        r["added_p50_us"] = r["p50_us"] - direct["p50_us"]
-                        r["added_p99_us"] = r["p99_us"] - direct["p99_us"]
+                        d = direct[r["connections"]]
+                        r["added_p50_us"] = r["p50_us"] - d["p50_us"]
+                        r["added_p99_us"] = r["p99_us"] - d["p99_us"]
     finally:
         stop(backend)
-    decision = subprocess.check_output([str(build / "bench/bench_router/bench_router_decision")], text=True)
+    decision = "" if a.no_decision else subprocess.check_output(
+        [str(build / "bench/bench_router/bench_router_decision")], text=True)
     print(json.dumps({"load": results, "decision": [json.loads(x) for x in decision.splitlines()]}, indent=1))
 
 

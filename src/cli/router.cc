@@ -121,7 +121,7 @@ int run_router(RouterArgs a) {
   server::http::Router routes;
   svc.add_routes(routes);
   server::http::HttpServer http(a.http, std::move(routes));
-  svc.start();
+  svc.start(&http.io_context(), a.http.n_io_threads);  // upstream sockets on the front end's threads unless --upstream-threads > 0
   if (Status st = http.start(); !st.ok()) return fail(2, st);
   KEEL_LOG_INFO("router on http://{}:{} ({} replicas, policy {}, prefix keys: {})", a.http.host, http.port(),
                 svc.replicas().snapshot()->size(), a.router.policy, a.model.empty() ? "characters" : "tokens");
@@ -149,7 +149,7 @@ void register_router(CLI::App& app) {
   cmd->add_option("--host", a->http.host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", a->http.port, "Port to listen on (0 = any free port)")->capture_default_str();
   cmd->add_option("--http-threads", a->http.n_io_threads, "Front-end io threads")->capture_default_str();
-  cmd->add_option("--upstream-threads", a->router.upstream.n_threads, "Upstream io threads")->capture_default_str();
+  cmd->add_option("--upstream-threads", a->router.upstream.n_threads, "Upstream io threads of their own (0 = run on the front end's --http-threads)")->capture_default_str();
   cmd->add_option("--max-body-bytes", a->http.max_body_bytes, "Largest request body (413 above)")->capture_default_str();
   cmd->add_option("--max-response-bytes", a->router.max_response_bytes, "Largest non-streamed response")->capture_default_str();
   cmd->add_option("--policy", a->router.policy, "round_robin | random | power_of_two | cache_aware")->capture_default_str();

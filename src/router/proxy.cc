@@ -52,6 +52,16 @@ std::string sanitize_request_id(std::string_view id) {
   return std::string(id);
 }
 
+// "rt-" and 16 random hex digits (per request: without fmt's format-string parsing).
+std::string new_request_id() {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string id(19, '0');
+  id[0] = 'r', id[1] = 't', id[2] = '-';
+  uint64_t v = random_u64();
+  for (int i = 18; i >= 3; --i, v >>= 4) id[static_cast<size_t>(i)] = kHex[v & 15];
+  return id;
+}
+
 std::string_view header_of(const HeaderList& h, std::string_view name) {
   for (const auto& [k, v] : h) {
     if (server::http::iequals(k, name)) return v;
@@ -66,7 +76,7 @@ ProxyRequest::ProxyRequest(RouterService& svc, ProxyKind kind, HttpRequest&& req
 
 void ProxyRequest::run() {
   request_id_ = sanitize_request_id(req_.header("X-Request-Id"));
-  if (request_id_.empty()) request_id_ = fmt::format("rt-{:016x}", random_u64());
+  if (request_id_.empty()) request_id_ = new_request_id();
   // Registered before taking mu_: if the client is already gone the callback runs right here.
   ex_->on_disconnect([weak = weak_from_this()] {
     auto self = weak.lock();
@@ -132,8 +142,9 @@ void ProxyRequest::on_head(uint64_t n, int status, const HeaderList& headers) {
   std::lock_guard lock(mu_);
   if (finished_ || n != attempt_n_) return;
   status_ = status;
-  head_headers_ = headers;
-  const bool sse = header_of(headers, "Content-Type").starts_with("text/event-stream");
+  head_content_type_ = header_of(headers, "Content-Type");
+  head_retry_after_ = header_of(headers, "Retry-After");
+  const bool sse = head_content_type_.starts_with("text/event-stream");
   if (client_started_) {  // a resumed attempt: only a stream can continue the client's stream
     passthrough_ = status == 200 && sse;
     is_sse_ = passthrough_;
@@ -212,8 +223,8 @@ void ProxyRequest::on_done(uint64_t n, UpstreamFailure failure, const std::strin
       return log_access(status_);
     }
     HttpResponse resp{.status = status_, .body = std::move(body_acc_)};
-    if (auto ct = header_of(head_headers_, "Content-Type"); !ct.empty()) resp.content_type = std::string(ct);
-    if (auto ra = header_of(head_headers_, "Retry-After"); !ra.empty()) resp.headers.emplace_back("Retry-After", ra);
+    if (!head_content_type_.empty()) resp.content_type = head_content_type_;
+    if (!head_retry_after_.empty()) resp.headers.emplace_back("Retry-After", head_retry_after_);
     resp.headers.emplace_back("X-Request-Id", request_id_);
     resp.headers.emplace_back("X-Keel-Replica", replica_->url);
     finished_ = true;

@@ -79,7 +79,8 @@ class ProxyRequest : public std::enable_shared_from_this<ProxyRequest> {
   std::shared_ptr<UpstreamCall> call_;
   int64_t attempt_start_us_ = 0;
   int status_ = 0;
-  HeaderList head_headers_;
+  std::string head_content_type_;  // of the current attempt's response head ("" if absent)
+  std::string head_retry_after_;
   bool passthrough_ = false;  // this attempt's response goes to the client
   bool is_sse_ = false;
   std::string body_acc_;

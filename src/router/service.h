@@ -1,8 +1,10 @@
 // RouterService: `keel router`'s request front. Owns the replica set, prefix index, policy, tenant
 // table, upstream client, health checker and cache-event subscribers, and registers the routes on a
 // server/http Router: the proxied OpenAI endpoints, /health, /metrics and the admin API
-// (docs/router.md). Handlers run on the HTTP io threads; upstream callbacks on the client's threads.
-// Lifecycle from the controlling thread: construct, add_routes, start(); ...; stop().
+// (docs/router.md). Handlers run on the HTTP io threads; upstream callbacks on the upstream client's
+// own threads, or on the same io threads when start() is given the front end's io_context (then one
+// thread carries a request end to end). Lifecycle from the controlling thread: construct, add_routes,
+// start(); ...; stop() (before the front end whose io_context was shared is destroyed).
 #pragma once
 
 #include <atomic>
@@ -80,7 +82,9 @@ class RouterService {
   // Rewrites the state file (if configured) from the current replica set.
   Status persist();
   void add_routes(server::http::Router& router);
-  void start();
+  // `front`: the HTTP server's io_context (run by `front_threads` threads), used for the upstream side
+  // when config().upstream.n_threads is 0 (UpstreamClient::start).
+  void start(boost::asio::io_context* front = nullptr, int32_t front_threads = 1);
   void stop();
 
   // --- used by the request flow (proxy.cc), health checks and feeds ---

@@ -4,6 +4,8 @@
 // strand of its connection.
 #include "router/upstream.h"
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <limits>
 #include <map>
@@ -38,7 +40,7 @@ Status UpstreamConfig::validate() const {
     return make_error(ErrorCode::kInvalidArgument, "upstream timeouts must be >= 1 ms");
   }
   if (max_idle_per_replica < 0) return make_error(ErrorCode::kInvalidArgument, "max idle connections must be >= 0");
-  if (n_threads < 1) return make_error(ErrorCode::kInvalidArgument, "upstream threads must be >= 1");
+  if (n_threads < 0) return make_error(ErrorCode::kInvalidArgument, "upstream threads must be >= 0");
   return {};
 }
 
@@ -74,7 +76,7 @@ struct UpstreamClient::Impl : std::enable_shared_from_this<Impl> {
       std::lock_guard lock(mu);
       if (auto it = resolved.find(key); it != resolved.end()) return it->second;
     }
-    tcp::resolver resolver(ioc);
+    tcp::resolver resolver(*ioc);
     beast::error_code ec;
     auto results = resolver.resolve(ep.host, std::to_string(ep.port), ec);
     if (ec) return make_error(ErrorCode::kUnavailable, "resolving {}: {}", ep.host, ec.message());
@@ -84,7 +86,9 @@ struct UpstreamClient::Impl : std::enable_shared_from_this<Impl> {
   }
 
   UpstreamConfig config;
-  net::io_context ioc;
+  net::io_context own_ioc;          // run by `threads`
+  net::io_context* ioc = &own_ioc;  // where calls and timers run: own_ioc or a shared one
+  bool one_thread = false;          // one thread runs *ioc: calls need no strand
   std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
   std::vector<std::thread> threads;
   mutable std::mutex mu;
@@ -100,15 +104,20 @@ constexpr size_t kBodyPiece = 16 << 10;
 class Call final : public UpstreamCall, public std::enable_shared_from_this<Call> {
  public:
   Call(std::shared_ptr<UpstreamClient::Impl> client, Endpoint ep, UpstreamRequest req, UpstreamCallbacks cb)
-      : client_(std::move(client)), ep_(std::move(ep)), key_(fmt::format("{}:{}", ep_.host, ep_.port)),
-        req_(std::move(req)), cb_(std::move(cb)) {
+      : client_(std::move(client)), ep_(std::move(ep)), req_(std::move(req)), cb_(std::move(cb)) {
     const auto& c = client_->config;
     first_byte_ms_ = req_.first_byte_timeout_ms > 0 ? req_.first_byte_timeout_ms : c.first_byte_timeout_ms;
     idle_ms_ = req_.idle_timeout_ms > 0 ? req_.idle_timeout_ms : c.idle_timeout_ms;
-    wire_ = fmt::format("{} {} HTTP/1.1\r\nHost: {}\r\n", req_.method, req_.target, key_);
-    for (const auto& [k, v] : req_.headers) wire_ += fmt::format("{}: {}\r\n", k, v);
-    wire_ += fmt::format("Content-Length: {}\r\nConnection: keep-alive\r\n\r\n", req_.body.size());
-    wire_ += req_.body;
+    key_.reserve(ep_.host.size() + 6);
+    key_.append(ep_.host).append(":").append(std::to_string(ep_.port));
+    // The head only; the body goes out from req_.body in the same write (two buffers, no copy).
+    size_t n = req_.method.size() + req_.target.size() + key_.size() + 96;
+    for (const auto& [k, v] : req_.headers) n += k.size() + v.size() + 4;
+    wire_.reserve(n);
+    wire_.append(req_.method).append(" ").append(req_.target).append(" HTTP/1.1\r\nHost: ").append(key_);
+    for (const auto& [k, v] : req_.headers) wire_.append("\r\n").append(k).append(": ").append(v);
+    wire_.append("\r\nContent-Length: ").append(std::to_string(req_.body.size()));
+    wire_.append("\r\nConnection: keep-alive\r\n\r\n");
   }
 
   void start() {
@@ -119,7 +128,11 @@ class Call final : public UpstreamCall, public std::enable_shared_from_this<Call
       net::post(strand_, [self = shared_from_this()] { self->write(); });
       return;
     }
-    strand_ = net::make_strand(client_->ioc);
+    if (client_->one_thread) {
+      strand_ = client_->ioc->get_executor();
+    } else {
+      strand_ = net::make_strand(*client_->ioc);
+    }
     net::post(strand_, [self = shared_from_this()] { self->connect(); });
   }
 
@@ -152,7 +165,8 @@ class Call final : public UpstreamCall, public std::enable_shared_from_this<Call
   void write() {
     if (done_) return;
     stream_->expires_after(std::chrono::milliseconds(first_byte_ms_));
-    net::async_write(*stream_, net::buffer(wire_), [self = shared_from_this()](beast::error_code ec, size_t) {
+    const std::array<net::const_buffer, 2> out{net::buffer(wire_), net::buffer(req_.body)};
+    net::async_write(*stream_, out, [self = shared_from_this()](beast::error_code ec, size_t) {
       if (self->done_) return;
       if (ec) return self->early_failure(ec);
       self->read_head();
@@ -193,15 +207,20 @@ class Call final : public UpstreamCall, public std::enable_shared_from_this<Call
   void read_body() {
     if (done_) return;
     if (parser_->is_done()) return complete();
-    parser_->get().body().data = piece_;
-    parser_->get().body().size = kBodyPiece;
+    if (!piece_) {  // sized to the body when its length is known and small (most answers are)
+      const auto length = parser_->content_length();
+      piece_size_ = length && *length > 0 && *length < kBodyPiece ? static_cast<size_t>(*length) : kBodyPiece;
+      piece_ = std::make_unique<char[]>(piece_size_);
+    }
+    parser_->get().body().data = piece_.get();
+    parser_->get().body().size = piece_size_;
     parser_->get().body().more = true;
     stream_->expires_after(std::chrono::milliseconds(idle_ms_));
     bhttp::async_read_some(*stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
       if (self->done_) return;
       if (ec == bhttp::error::need_buffer) ec = {};
-      size_t n = kBodyPiece - self->parser_->get().body().size;
-      if (n > 0 && self->cb_.on_data) self->cb_.on_data(std::string_view(self->piece_, n));
+      size_t n = self->piece_size_ - self->parser_->get().body().size;
+      if (n > 0 && self->cb_.on_data) self->cb_.on_data(std::string_view(self->piece_.get(), n));
       if (self->done_) return;
       if (ec == bhttp::error::end_of_stream && self->parser_->is_done()) ec = {};
       if (ec) {
@@ -240,13 +259,15 @@ class Call final : public UpstreamCall, public std::enable_shared_from_this<Call
   UpstreamCallbacks cb_;
   int32_t first_byte_ms_ = 0, idle_ms_ = 0;
   std::string wire_;
-  net::any_io_executor strand_;  // fixed before start() returns: a reconnect reuses it
+  net::any_io_executor strand_;  // fixed before start() returns: a reconnect reuses it (the
+                                 // context's own executor when one thread runs it)
   std::unique_ptr<beast::tcp_stream> stream_;
   bool reused_ = false;
   bool done_ = false;
   beast::flat_buffer buffer_;
   std::optional<bhttp::response_parser<bhttp::buffer_body>> parser_;
-  char piece_[kBodyPiece];
+  std::unique_ptr<char[]> piece_;  // body bytes of one read, allocated at the first body read
+  size_t piece_size_ = 0;
 };
 
 }  // namespace
@@ -254,20 +275,27 @@ class Call final : public UpstreamCall, public std::enable_shared_from_this<Call
 UpstreamClient::UpstreamClient(UpstreamConfig config) : impl_(std::make_shared<Impl>(config)) {}
 UpstreamClient::~UpstreamClient() { stop(); }
 
-void UpstreamClient::start() {
-  impl_->work.emplace(impl_->ioc.get_executor());
-  for (int i = 0; i < impl_->config.n_threads; ++i) impl_->threads.emplace_back([impl = impl_] { impl->ioc.run(); });
+void UpstreamClient::start(net::io_context* shared, int32_t shared_threads) {
+  if (shared && impl_->config.n_threads == 0) {
+    impl_->ioc = shared;
+    impl_->one_thread = shared_threads == 1;
+    return;
+  }
+  impl_->work.emplace(impl_->own_ioc.get_executor());
+  const int n = std::max(1, impl_->config.n_threads);
+  impl_->one_thread = n == 1;
+  for (int i = 0; i < n; ++i) impl_->threads.emplace_back([impl = impl_] { impl->own_ioc.run(); });
 }
 
 void UpstreamClient::stop() {
-  if (impl_->threads.empty()) return;
   {
     std::lock_guard lock(impl_->mu);
     impl_->stopping = true;
     impl_->idle.clear();
   }
+  if (impl_->threads.empty()) return;
   impl_->work.reset();
-  impl_->ioc.stop();
+  impl_->own_ioc.stop();
   for (auto& t : impl_->threads) t.join();
   impl_->threads.clear();
 }
@@ -280,7 +308,7 @@ std::shared_ptr<UpstreamCall> UpstreamClient::send(const Endpoint& endpoint, Ups
 }
 
 void UpstreamClient::run_after(int64_t delay_ms, std::function<void()> fn) {
-  auto timer = std::make_shared<net::steady_timer>(impl_->ioc, std::chrono::milliseconds(delay_ms));
+  auto timer = std::make_shared<net::steady_timer>(*impl_->ioc, std::chrono::milliseconds(delay_ms));
   timer->async_wait([timer, fn = std::move(fn)](beast::error_code ec) {
     if (!ec) fn();
   });

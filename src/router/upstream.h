@@ -1,6 +1,8 @@
 // UpstreamClient: the router's asynchronous HTTP/1.1 client to replicas (Boost.Beast; the only
 // router TU that includes it). Keep-alive connections are pooled per replica endpoint; each call
-// runs on its connection's strand, so no thread is tied to a connection. Response bodies are handed
+// runs on its connection's strand, so no thread is tied to a connection. The client either runs io
+// threads of its own or puts its sockets and timers on an io_context someone else runs (the HTTP
+// front end's): then a proxied request never changes threads between client and replica. Response bodies are handed
 // over as they arrive (SSE flows through without buffering). Timeouts: connect, first byte (request
 // sent -> response head), idle (between body reads). A pooled connection the replica already closed
 // is retried once on a fresh one, invisibly. Callbacks run on the call's strand, one at a time.
@@ -17,6 +19,10 @@
 #include "base/status.h"
 #include "router/replica.h"
 
+namespace boost::asio {
+class io_context;  // <boost/asio/io_context.hpp>, included by upstream.cc only
+}  // namespace boost::asio
+
 namespace keel::router {
 
 using HeaderList = std::vector<std::pair<std::string, std::string>>;
@@ -26,7 +32,7 @@ struct UpstreamConfig {
   int32_t first_byte_timeout_ms = 60'000;
   int32_t idle_timeout_ms = 30'000;
   int32_t max_idle_per_replica = 64;
-  int32_t n_threads = 1;
+  int32_t n_threads = 0;  // own io threads; 0 = none of its own: the io_context given to start() (else 1)
 
   Status validate() const;
 };
@@ -65,7 +71,15 @@ class UpstreamClient {
   UpstreamClient(const UpstreamClient&) = delete;
   UpstreamClient& operator=(const UpstreamClient&) = delete;
 
-  void start();
+  // Starts n_threads io threads of the client's own. With `shared` (only used when n_threads is 0)
+  // the client starts none and runs every call and timer on that io_context, whose `shared_threads`
+  // threads its owner runs; n_threads 0 without one starts a single own thread. `shared` must
+  // outlive the client's calls and timers, and stop() must run before it is destroyed (it drops the
+  // pooled connections, which are bound to it). When one thread runs the context, calls skip their
+  // strands (that thread already runs their handlers one at a time).
+  void start(boost::asio::io_context* shared = nullptr, int32_t shared_threads = 1);
+  // Stops the own threads (a shared context's owner stops that one) and drops idle connections;
+  // calls still running on a shared context finish there and do not return to the pool.
   void stop();
 
   std::shared_ptr<UpstreamCall> send(const Endpoint& endpoint, UpstreamRequest request, UpstreamCallbacks callbacks);

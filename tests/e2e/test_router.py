@@ -177,6 +177,26 @@ def test_approximate_index_without_a_tokenizer_also_follows_prefixes(keel_bin, r
         stop(proc)
 
 
+@pytest.mark.parametrize("threads", [("--http-threads", "2"), ("--http-threads", "2", "--upstream-threads", "2")],
+                         ids=["front_threads_run_upstream", "upstream_threads_of_its_own"])
+def test_other_thread_layouts_route_and_stream_alike(keel_bin, replicas, threads):
+    """The default runs everything on one io thread; two front-end threads sharing it with the upstream
+    side (strands), and an upstream client with threads of its own, must behave the same."""
+    base, proc = start_router(keel_bin, replicas[0], *threads)
+    try:
+        word = "aide" if len(threads) == 2 else "agent"
+        check_prefix_routing(base, [s.replace("assistant", word) for s in SYSTEMS])
+        c = client_for(base)
+        msgs = [{"role": "user", "content": "Name three colours."}]
+        full = c.chat.completions.create(model="smollm2", messages=msgs, max_tokens=8, temperature=0)
+        chunks = list(c.chat.completions.create(model="smollm2", messages=msgs, max_tokens=8, temperature=0,
+                                                stream=True))
+        assert "".join(ch.choices[0].delta.content or "" for ch in chunks if ch.choices) == \
+            full.choices[0].message.content
+    finally:
+        stop(proc)
+
+
 def test_streaming_passes_through_and_matches_non_streaming(router):
     c = client_for(base := router[0])
     msgs = [{"role": "user", "content": "Count from one to five."}]

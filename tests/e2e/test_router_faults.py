@@ -102,8 +102,10 @@ def metric(base: str, name: str, replica: str) -> float:
 def test_500s_stalls_and_refused_connections_are_retried_on_a_healthy_replica(keel_bin, real_replica):
     failing, slow = FakeBackend("500"), FakeBackend("slow")
     refused = f"http://127.0.0.1:{free_port()}"
+    # 3 s: under the slow fake's 5 s stall, above a real replica's first answer on a busy 2-core machine
+    # (1 s timed the real replica out too there, and the request ran out of replicas).
     base, proc = start_router(keel_bin, [failing.url, slow.url, refused, real_replica], "--policy", "round_robin",
-                              "--first-byte-timeout-ms", "1000", "--breaker-threshold", "2",
+                              "--first-byte-timeout-ms", "3000", "--breaker-threshold", "2",
                               "--breaker-open-ms", "600000", "--max-retries", "3", "--retry-backoff-ms", "1")
     try:
         c = client_for(base)

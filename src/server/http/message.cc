@@ -56,9 +56,14 @@ static void append_headers(std::string& out, const Headers& headers) {
 }
 
 std::string serialize_response(const HttpResponse& response, bool keep_alive) {
-  std::string out = fmt::format("HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: {}\r\n",
-                                response.status, reason_phrase(response.status), response.content_type,
-                                response.body.size(), keep_alive ? "keep-alive" : "close");
+  size_t n = 128 + response.content_type.size() + response.body.size();
+  for (const auto& [k, v] : response.headers) n += k.size() + v.size() + 4;
+  std::string out;
+  out.reserve(n);  // one allocation: the head is appended piece by piece, then the body
+  out.append("HTTP/1.1 ").append(std::to_string(response.status)).append(" ");
+  out.append(reason_phrase(response.status)).append("\r\nContent-Type: ").append(response.content_type);
+  out.append("\r\nContent-Length: ").append(std::to_string(response.body.size()));
+  out.append("\r\nConnection: ").append(keep_alive ? "keep-alive" : "close").append("\r\n");
   append_headers(out, response.headers);
   out += "\r\n";
   out += response.body;

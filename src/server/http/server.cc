@@ -4,7 +4,8 @@
 // A connection cycles: wait for the first byte (idle timeout) -> read headers (header timeout) ->
 // read body (body timeout) -> dispatch to the route handler -> while the handler works, a "watch"
 // read detects the client going away -> response bytes are written on the strand -> next request or
-// close. Every member of Connection is touched only on its strand.
+// close. Every member of Connection is touched only on its strand (with one io thread: on that
+// thread; "strand" below means either).
 #include "server/http/server.h"
 
 #include <atomic>
@@ -379,7 +380,11 @@ void Connection::set_disconnect(uint64_t seq, std::function<void()>&& fn) {
 }
 
 void Connection::queue_write(std::string&& bytes, bool ends_exchange) {
-  out_ += bytes;
+  if (out_.empty()) {
+    out_ = std::move(bytes);
+  } else {
+    out_ += bytes;
+  }
   if (ends_exchange) end_after_write_ = true;
   if (!ends_exchange && static_cast<int64_t>(out_.size()) > shared_.config.max_stream_buffer_bytes) {
     KEEL_LOG_WARN("dropping a client that lets more than {} stream bytes pile up",
@@ -454,8 +459,16 @@ struct HttpServer::Impl {
     shared.hooks = std::move(hooks);
   }
 
+  // Each connection's handlers run one at a time: on a strand of their own, or, with one io thread
+  // (which already runs everything in turn), on the io_context's executor directly: a strand would
+  // only add its queue, a lock and a reference count to every completion.
+  net::any_io_executor connection_executor() {
+    if (shared.config.n_io_threads == 1) return ioc.get_executor();
+    return net::make_strand(ioc);
+  }
+
   void accept_next() {
-    acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
+    acceptor.async_accept(connection_executor(), [this](beast::error_code ec, tcp::socket socket) {
       if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
       if (ec) {
         KEEL_LOG_WARN("accept failed: {}", ec.message());
@@ -549,6 +562,8 @@ void HttpServer::stop() {
   impl_->acceptor.close(ignored);
   for (auto& c : impl_->live_connections()) c->abandon();
 }
+
+net::io_context& HttpServer::io_context() { return impl_->ioc; }
 
 int64_t HttpServer::n_connections() const {
   std::lock_guard lock(impl_->shared.mu);

@@ -1,5 +1,6 @@
 // Asynchronous HTTP/1.1 server on Boost.Beast (kept out of this header: pimpl). n_io_threads run
-// every connection; each connection lives on its own strand (no thread per connection). Keep-alive,
+// every connection; each connection lives on its own strand (no thread per connection; with one io
+// thread, on the io_context's executor, which that thread already serialises). Keep-alive,
 // body size limit (413), header/body/idle timeouts, chunked streams with disconnect detection, and a
 // graceful stop. start()/stop() are called from one controlling thread (the CLI's main).
 #pragma once
@@ -13,6 +14,10 @@
 #include "base/status.h"
 #include "server/http/message.h"
 #include "server/http/router.h"
+
+namespace boost::asio {
+class io_context;  // defined in <boost/asio/io_context.hpp>; only server.cc and its users include it
+}  // namespace boost::asio
 
 namespace keel::server::http {
 
@@ -59,6 +64,13 @@ class HttpServer {
   void stop();
   // Open connections right now (for tests and metrics).
   int64_t n_connections() const;
+  // The io_context the io threads run, alive from construction to destruction. Another asynchronous
+  // component may put its own sockets and timers on it so that they run on the same threads (the
+  // router's upstream client does: one thread then carries a request from client to replica and
+  // back, with no hand-off between threads). Work put there runs once start() has started the
+  // threads and stops with stop(); whatever it owns that is bound to this context must be released
+  // before the server is destroyed.
+  boost::asio::io_context& io_context();
 
  private:
   struct Impl;

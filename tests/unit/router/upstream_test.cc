@@ -1,12 +1,16 @@
 // UpstreamClient against a real HttpServer (server/http) on loopback: whole responses, chunked
 // streams delivered piece by piece, keep-alive reuse, and each failure kind (refused connection,
-// first-byte timeout, idle timeout inside a stream).
+// first-byte timeout, idle timeout inside a stream). Each test runs three times: with one io thread
+// of the client's own, with two (calls then run on strands), and with the client on the server's
+// io_context (one thread serves both ends of each call, as in `keel router` --upstream-threads 0).
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <thread>
 
 #include "router/upstream.h"
@@ -48,11 +52,19 @@ struct Result {
   }
 };
 
-class UpstreamTest : public ::testing::Test {
+enum class Threads { kOwn, kOwnTwo, kShared };  // kOwnTwo: two own threads, so calls run on strands
+
+class UpstreamTest : public ::testing::TestWithParam<Threads> {
  protected:
   void SetUp() override {
     server::http::Router r;
-    r.add("GET", "/hello", [](HttpRequest&&, const ExchangePtr& ex) { ex->respond(HttpResponse{.body = "hello"}); });
+    r.add("GET", "/hello", [this](HttpRequest&&, const ExchangePtr& ex) {
+      {
+        std::lock_guard l(mu_);
+        server_thread_ = std::this_thread::get_id();
+      }
+      ex->respond(HttpResponse{.body = "hello"});
+    });
     r.add("POST", "/echo", [](HttpRequest&& req, const ExchangePtr& ex) { ex->respond(HttpResponse{.body = req.body}); });
     r.add("GET", "/stall", [this](HttpRequest&&, const ExchangePtr& ex) {
       std::lock_guard l(mu_);
@@ -79,8 +91,11 @@ class UpstreamTest : public ::testing::Test {
     ASSERT_TRUE(server_->start().ok());
     client_ = std::make_unique<UpstreamClient>(UpstreamConfig{.connect_timeout_ms = 1000,
                                                               .first_byte_timeout_ms = 300,
-                                                              .idle_timeout_ms = 300});
-    client_->start();
+                                                              .idle_timeout_ms = 300,
+                                                              .n_threads = GetParam() == Threads::kShared ? 0
+                                                                           : GetParam() == Threads::kOwn  ? 1
+                                                                                                          : 2});
+    client_->start(GetParam() == Threads::kShared ? &server_->io_context() : nullptr);
     ep_ = Endpoint{.host = "127.0.0.1", .port = server_->port()};
   }
   void TearDown() override {
@@ -93,16 +108,22 @@ class UpstreamTest : public ::testing::Test {
     server_->stop();
   }
 
+  std::thread::id server_thread() {
+    std::lock_guard l(mu_);
+    return server_thread_;
+  }
+
   std::mutex mu_;
   std::atomic<bool> first_seen_{false};
   bool alone_ = false;  // written on the call's strand, read after it finished
+  std::thread::id server_thread_;  // guarded by mu_: the thread that ran the last /hello
   std::vector<ExchangePtr> held_;
   std::unique_ptr<server::http::HttpServer> server_;
   std::unique_ptr<UpstreamClient> client_;
   Endpoint ep_;
 };
 
-TEST_F(UpstreamTest, WholeResponsesReuseTheKeptAliveConnection) {
+TEST_P(UpstreamTest, WholeResponsesReuseTheKeptAliveConnection) {
   for (int i = 0; i < 3; ++i) {
     Result r;
     client_->send(ep_, {.method = "POST", .target = "/echo", .body = "body " + std::to_string(i)}, r.callbacks());
@@ -115,7 +136,7 @@ TEST_F(UpstreamTest, WholeResponsesReuseTheKeptAliveConnection) {
   EXPECT_EQ(server_->n_connections(), 1);
 }
 
-TEST_F(UpstreamTest, ChunkedStreamArrivesPieceByPiece) {
+TEST_P(UpstreamTest, ChunkedStreamArrivesPieceByPiece) {
   Result r;
   UpstreamCallbacks cb = r.callbacks();
   cb.on_data = [&r, this, inner = cb.on_data](std::string_view b) {
@@ -132,7 +153,7 @@ TEST_F(UpstreamTest, ChunkedStreamArrivesPieceByPiece) {
   EXPECT_TRUE(alone_);  // the first event was handed over before the second existed: no buffering
 }
 
-TEST_F(UpstreamTest, RefusedConnectionIsAConnectFailure) {
+TEST_P(UpstreamTest, RefusedConnectionIsAConnectFailure) {
   Endpoint dead = ep_;
   {  // a port that was just listened on and is closed now
     server::http::HttpServer gone(server::http::ServerConfig{.port = 0}, server::http::Router{});
@@ -145,7 +166,7 @@ TEST_F(UpstreamTest, RefusedConnectionIsAConnectFailure) {
   EXPECT_EQ(r.failure, UpstreamFailure::kConnect);
 }
 
-TEST_F(UpstreamTest, NoHeadInTimeIsAFirstByteFailure) {
+TEST_P(UpstreamTest, NoHeadInTimeIsAFirstByteFailure) {
   Result r;
   client_->send(ep_, {.method = "GET", .target = "/stall"}, r.callbacks());
   ASSERT_TRUE(r.wait());
@@ -153,7 +174,7 @@ TEST_F(UpstreamTest, NoHeadInTimeIsAFirstByteFailure) {
   EXPECT_EQ(r.status, 0);
 }
 
-TEST_F(UpstreamTest, SilenceInsideAStreamIsABodyFailureAfterTheHead) {
+TEST_P(UpstreamTest, SilenceInsideAStreamIsABodyFailureAfterTheHead) {
   Result r;
   client_->send(ep_, {.method = "GET", .target = "/stream_stall"}, r.callbacks());
   ASSERT_TRUE(r.wait());
@@ -161,6 +182,47 @@ TEST_F(UpstreamTest, SilenceInsideAStreamIsABodyFailureAfterTheHead) {
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(r.body, "data: 1\n\n");
 }
+
+TEST_P(UpstreamTest, CallbacksRunOnTheSharedContextsThreadOnly) {
+  Result r;
+  std::thread::id callback_thread;
+  UpstreamCallbacks cb = r.callbacks();
+  cb.on_head = [&callback_thread, inner = cb.on_head](int s, const HeaderList& h) {
+    callback_thread = std::this_thread::get_id();
+    inner(s, h);
+  };
+  client_->send(ep_, {.method = "GET", .target = "/hello"}, std::move(cb));
+  ASSERT_TRUE(r.wait());
+  EXPECT_EQ(r.failure, UpstreamFailure::kNone);
+  EXPECT_EQ(r.body, "hello");
+  // Shared: the server's one io thread ran both the server's handler and the client's callbacks.
+  EXPECT_EQ(callback_thread == server_thread(), GetParam() == Threads::kShared);
+  EXPECT_NE(callback_thread, std::this_thread::get_id());
+}
+
+TEST_P(UpstreamTest, TimersRunOnTheChosenContext) {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::optional<std::thread::id> ran_on;
+  client_->run_after(1, [&] {
+    std::lock_guard l(mu);
+    ran_on = std::this_thread::get_id();
+    cv.notify_all();
+  });
+  Result r;  // learns the server's io thread
+  client_->send(ep_, {.method = "GET", .target = "/hello"}, r.callbacks());
+  ASSERT_TRUE(r.wait());
+  std::unique_lock l(mu);
+  ASSERT_TRUE(cv.wait_for(l, std::chrono::seconds(20), [&] { return ran_on.has_value(); }));
+  EXPECT_EQ(*ran_on == server_thread(), GetParam() == Threads::kShared);
+}
+
+INSTANTIATE_TEST_SUITE_P(Threads, UpstreamTest, ::testing::Values(Threads::kOwn, Threads::kOwnTwo, Threads::kShared),
+                         [](const ::testing::TestParamInfo<Threads>& p) {
+                           return p.param == Threads::kOwn      ? std::string("OwnThread")
+                                  : p.param == Threads::kOwnTwo ? std::string("TwoOwnThreads")
+                                                                : std::string("SharedContext");
+                         });
 
 }  // namespace
 }  // namespace keel::router

@@ -46,10 +46,10 @@ struct Fixture {
   }
 };
 
-ServerConfig test_config() {
+ServerConfig base_config(int32_t n_io_threads) {
   return ServerConfig{.host = "127.0.0.1",
                       .port = 0,
-                      .n_io_threads = 2,
+                      .n_io_threads = n_io_threads,
                       .max_body_bytes = 1024,
                       .header_timeout_ms = 500,
                       .body_timeout_ms = 500,
@@ -57,7 +57,14 @@ ServerConfig test_config() {
                       .drain_timeout_ms = 3000};
 }
 
-TEST(HttpServer, KeepAliveServesSeveralRequestsOnOneConnection) {
+// Every test runs with one io thread (connections then run on the io_context's executor, without
+// strands) and with two (a strand per connection).
+class HttpServerTest : public ::testing::TestWithParam<int32_t> {
+ protected:
+  ServerConfig test_config() const { return base_config(GetParam()); }
+};
+
+TEST_P(HttpServerTest, KeepAliveServesSeveralRequestsOnOneConnection) {
   Fixture f;
   HttpServer server(test_config(), f.router());
   ASSERT_TRUE(server.start().ok());
@@ -80,7 +87,7 @@ TEST(HttpServer, KeepAliveServesSeveralRequestsOnOneConnection) {
   EXPECT_EQ(b->body, "two");
 }
 
-TEST(HttpServer, ConnectionCloseIsHonoured) {
+TEST_P(HttpServerTest, ConnectionCloseIsHonoured) {
   Fixture f;
   HttpServer server(test_config(), f.router());
   ASSERT_TRUE(server.start().ok());
@@ -92,7 +99,7 @@ TEST(HttpServer, ConnectionCloseIsHonoured) {
   EXPECT_TRUE(c.wait_closed(2000));
 }
 
-TEST(HttpServer, UnknownPathIs404AndWrongMethodIs405WithAllow) {
+TEST_P(HttpServerTest, UnknownPathIs404AndWrongMethodIs405WithAllow) {
   Fixture f;
   HttpServer server(test_config(), f.router());
   ASSERT_TRUE(server.start().ok());
@@ -108,7 +115,7 @@ TEST(HttpServer, UnknownPathIs404AndWrongMethodIs405WithAllow) {
   EXPECT_EQ(r->headers["allow"], "POST");
 }
 
-TEST(HttpServer, BodyOverTheLimitIs413) {
+TEST_P(HttpServerTest, BodyOverTheLimitIs413) {
   Fixture f;
   HttpServer server(test_config(), f.router());
   ASSERT_TRUE(server.start().ok());
@@ -140,7 +147,7 @@ TEST(HttpServer, BodyOverTheLimitIs413) {
   }
 }
 
-TEST(HttpServer, TruncatedBodyIs400AndStalledBodyTimesOut) {
+TEST_P(HttpServerTest, TruncatedBodyIs400AndStalledBodyTimesOut) {
   Fixture f;
   HttpServer server(test_config(), f.router());
   ASSERT_TRUE(server.start().ok());
@@ -161,7 +168,7 @@ TEST(HttpServer, TruncatedBodyIs400AndStalledBodyTimesOut) {
   }
 }
 
-TEST(HttpServer, MalformedRequestIs400AndHeaderAndIdleTimeoutsClose) {
+TEST_P(HttpServerTest, MalformedRequestIs400AndHeaderAndIdleTimeoutsClose) {
   Fixture f;
   HttpServer server(test_config(), f.router());
   ASSERT_TRUE(server.start().ok());
@@ -192,7 +199,7 @@ TEST(HttpServer, MalformedRequestIs400AndHeaderAndIdleTimeoutsClose) {
   }
 }
 
-TEST(HttpServer, Expect100ContinueGetsAnInterimResponse) {
+TEST_P(HttpServerTest, Expect100ContinueGetsAnInterimResponse) {
   Fixture f;
   HttpServer server(test_config(), f.router());
   ASSERT_TRUE(server.start().ok());
@@ -206,7 +213,7 @@ TEST(HttpServer, Expect100ContinueGetsAnInterimResponse) {
   EXPECT_EQ(r->body, "hello");
 }
 
-TEST(HttpServer, StreamPushedFromAnotherThreadArrivesInOrderAndKeepsTheConnection) {
+TEST_P(HttpServerTest, StreamPushedFromAnotherThreadArrivesInOrderAndKeepsTheConnection) {
   Fixture f;
   HttpServer server(test_config(), f.router());
   ASSERT_TRUE(server.start().ok());
@@ -234,7 +241,7 @@ TEST(HttpServer, StreamPushedFromAnotherThreadArrivesInOrderAndKeepsTheConnectio
   EXPECT_EQ(again->status, 200);
 }
 
-TEST(HttpServer, ClientDisconnectMidStreamFiresTheCallbackAtOnce) {
+TEST_P(HttpServerTest, ClientDisconnectMidStreamFiresTheCallbackAtOnce) {
   Fixture f;
   HttpServer server(test_config(), f.router());
   ASSERT_TRUE(server.start().ok());
@@ -259,7 +266,7 @@ TEST(HttpServer, ClientDisconnectMidStreamFiresTheCallbackAtOnce) {
   EXPECT_TRUE(late.load());
 }
 
-TEST(HttpServer, DisconnectWhileWaitingForANonStreamedAnswerFiresTheCallback) {
+TEST_P(HttpServerTest, DisconnectWhileWaitingForANonStreamedAnswerFiresTheCallback) {
   Fixture f;
   HttpServer server(test_config(), f.router());
   ASSERT_TRUE(server.start().ok());
@@ -272,7 +279,7 @@ TEST(HttpServer, DisconnectWhileWaitingForANonStreamedAnswerFiresTheCallback) {
   EXPECT_EQ(f.n_disconnects.load(), 1);
 }
 
-TEST(HttpServer, GracefulStopLetsInFlightFinishAndRefusesNewConnections) {
+TEST_P(HttpServerTest, GracefulStopLetsInFlightFinishAndRefusesNewConnections) {
   Fixture f;
   HttpServer server(test_config(), f.router());
   ASSERT_TRUE(server.start().ok());
@@ -295,7 +302,7 @@ TEST(HttpServer, GracefulStopLetsInFlightFinishAndRefusesNewConnections) {
   EXPECT_EQ(f.n_disconnects.load(), 0);
 }
 
-TEST(HttpServer, StopClosesExchangesStillBusyAfterTheDrainTimeout) {
+TEST_P(HttpServerTest, StopClosesExchangesStillBusyAfterTheDrainTimeout) {
   Fixture f;
   auto cfg = test_config();
   cfg.drain_timeout_ms = 200;
@@ -313,7 +320,7 @@ TEST(HttpServer, StopClosesExchangesStillBusyAfterTheDrainTimeout) {
 // stop() posts the acceptor's close to the io threads and then stops them: with nothing to drain
 // the close could be dropped, leaving the port listening (connections queued, never served) until
 // the object was destroyed. After stop() the port must be free to bind again, every time.
-TEST(HttpServer, StopReleasesTheListeningPort) {
+TEST_P(HttpServerTest, StopReleasesTheListeningPort) {
   for (int i = 0; i < 20; ++i) {
     HttpServer a(test_config(), Router{});
     ASSERT_TRUE(a.start().ok());
@@ -325,7 +332,7 @@ TEST(HttpServer, StopReleasesTheListeningPort) {
   }
 }
 
-TEST(HttpServer, ConfigIsValidatedAndPortClashIsAnError) {
+TEST_P(HttpServerTest, ConfigIsValidatedAndPortClashIsAnError) {
   ServerConfig bad = test_config();
   bad.n_io_threads = 0;
   HttpServer s1(bad, Router{});
@@ -338,6 +345,8 @@ TEST(HttpServer, ConfigIsValidatedAndPortClashIsAnError) {
   Status s = b.start();
   EXPECT_EQ(s.code(), ErrorCode::kIo);
 }
+
+INSTANTIATE_TEST_SUITE_P(IoThreads, HttpServerTest, ::testing::Values(1, 2));
 
 }  // namespace
 }  // namespace keel::server::http
