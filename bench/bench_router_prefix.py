@@ -18,7 +18,8 @@ wait to be sent: states the routing decisions produced, not a completion awaitin
 the drain at the burst's end).
 
 Open-loop mode (--arrivals poisson): requests are sent at exponential inter-arrival times (--rate
-req/s, or --load x the replicas' measured capacity), each on its own client thread, and latency counts
+req/s, or --load x the fleet's closed-loop capacity with every prefix group on one replica of its own,
+measured at start), each on its own client thread, and latency counts
 from the scheduled send time, so a slow router or replica cannot slow the arrivals down.
 
 Test bed with replicas on cores of their own (--replica-cpus 0-2,3-5,6-8,9-11 --threads 3
@@ -130,25 +131,34 @@ def send_open_loop(url, reqs, times):
     return sorted(x for x in lat if x is not None), errors, time.perf_counter() - t0
 
 
-def calibrate(replica, groups, per_group):
-    """Service times on one idle replica, requests one at a time: a cold prompt (new system prompt)
-    and a warm one (its prefix cached). Capacity of the fleet = replicas / the workload's mean service
-    time, counting one cold prefill per group (the floor) and every other request warm."""
-    def timed(body):
+def calibrate(replicas, reqs, groups):
+    """Service times on one idle replica, one request at a time: a cold prompt (new system prompt) and
+    a warm one (its prefix cached). Then the fleet's capacity under ideal affinity: the workload sent
+    straight to the replicas, every group to one replica of its own (8 cold prefills, the floor), closed
+    loop with 2 clients per replica (the replicas batch them). (A capacity derived from the single-request
+    times alone overestimated it about 1.7x in the session-5 run: it missed the cold duplicates a group's
+    requests cause while its first prefill runs, and an offered load of 0.7 x that was an overload.)"""
+    def timed(url, body):
         t0 = time.perf_counter()
-        post(replica + "/v1/chat/completions", body)
+        post(url + "/v1/chat/completions", body)
         return time.perf_counter() - t0
     cold, warm = [], []
-    for k in range(6):
+    for k in range(4):
         system = f"Calibration prompt {k}. " + " ".join(f"Rule {j}: calibrate item {k}-{j} carefully." for j in range(14))
         body = lambda q: {"model": "smollm2", "max_tokens": 1, "temperature": 0,  # noqa: E731
                           "messages": [{"role": "system", "content": system}, {"role": "user", "content": f"Q{q}?"}]}
-        cold.append(timed(body(0)))
-        warm.extend(timed(body(q)) for q in (1, 2))
-    post(replica + "/flush_cache", {})
-    s_cold, s_warm = statistics.median(cold), statistics.median(warm)
-    n = groups * per_group
-    return s_cold, s_warm, (groups * s_cold + (n - groups) * s_warm) / n
+        cold.append(timed(replicas[0], body(0)))
+        warm.extend(timed(replicas[0], body(q)) for q in (1, 2))
+    home = {}
+    for body in reqs:
+        home.setdefault(body["messages"][0]["content"], replicas[len(home) % len(replicas)])
+    t0 = time.perf_counter()
+    with concurrent.futures.ThreadPoolExecutor(2 * len(replicas)) as pool:
+        list(pool.map(lambda b: timed(home[b["messages"][0]["content"]], b), reqs))
+    capacity = len(reqs) / (time.perf_counter() - t0)
+    for r in replicas:
+        post(r + "/flush_cache", {})
+    return statistics.median(cold), statistics.median(warm), capacity
 
 
 def workload(groups, per_group, seed=0):
@@ -317,7 +327,7 @@ def main():
     ap.add_argument("--arrivals", default="closed", choices=["closed", "poisson"])
     ap.add_argument("--rate", type=float, default=0.0, help="poisson: requests per second")
     ap.add_argument("--load", type=float, default=0.0,
-                    help="poisson: rate = this x the fleet's capacity measured on one idle replica at start")
+                    help="poisson: rate = this x the fleet's closed-loop capacity under ideal affinity, measured at start")
     ap.add_argument("--burst", type=int, default=32, help="hot-prefix burst requests after the workload")
     ap.add_argument("--burst-concurrency", type=int, default=12)
     ap.add_argument("--only", default="", help="run only the policies whose name contains one of these (comma-separated)")
@@ -358,10 +368,10 @@ def main():
         if args.arrivals == "poisson":
             rate = args.rate
             if args.load:
-                s_cold, s_warm, s_mix = calibrate(replicas[0], args.groups, args.per_group)
-                rate = args.load * len(replicas) / s_mix
+                s_cold, s_warm, capacity = calibrate(replicas, reqs, args.groups)
+                rate = args.load * capacity
                 emit({"calibration": {"cold_ms": round(s_cold * 1e3, 1), "warm_ms": round(s_warm * 1e3, 1),
-                                      "capacity_req_per_s": round(len(replicas) / s_mix, 1), "load": args.load,
+                                      "ideal_affinity_req_per_s": round(capacity, 1), "load": args.load,
                                       "rate": round(rate, 1)}})
             if rate <= 0:
                 raise SystemExit("--arrivals poisson needs --rate or --load")
