@@ -330,7 +330,8 @@ def main():
                     help="poisson: rate = this x the fleet's closed-loop capacity under ideal affinity, measured at start")
     ap.add_argument("--burst", type=int, default=32, help="hot-prefix burst requests after the workload")
     ap.add_argument("--burst-concurrency", type=int, default=12)
-    ap.add_argument("--only", default="", help="run only the policies whose name contains one of these (comma-separated)")
+    ap.add_argument("--only", default="",
+                    help="run only the policies whose name contains one of these (comma-separated), in this order")
     ap.add_argument("--repeat", type=int, default=1,
                     help="run the chosen policies this many times, interleaved, each round starting one policy later")
     ap.add_argument("--sglang-router", default="", help="python with sglang-router==0.3.2 installed")
@@ -387,7 +388,8 @@ def main():
             configs.append((name, [f.replace("{model}", args.model) for f in flags.split()]))
         if args.sglang_router:
             configs.append(("sglang-router 0.3.2 cache_aware", ["sglang"]))
-        chosen = [(n, e) for n, e in configs if any(o in n for o in args.only.split(","))]
+        # In --only's order (a run cut short by a time limit still has the first ones), each config once.
+        chosen = list({n: (n, e) for o in args.only.split(",") for n, e in configs if o in n}.values())
         rows = []
         for rep in range(args.repeat):
             # Repeat k starts at the k-th policy: no policy always runs first (right after the replicas
