@@ -17,8 +17,21 @@ same over "full" samples only (all --burst-concurrency requests inside the route
 wait to be sent: states the routing decisions produced, not a completion awaiting its replacement or
 the drain at the burst's end).
 
+Open-loop mode (--arrivals poisson): requests are sent at exponential inter-arrival times (--rate
+req/s, or --load x the fleet's closed-loop capacity with every prefix group on one replica of its own,
+measured at start), each on its own client thread, and latency counts
+from the scheduled send time, so a slow router or replica cannot slow the arrivals down.
+
+Test bed with replicas on cores of their own (--replica-cpus 0-2,3-5,6-8,9-11 --threads 3
+--router-cpus 12-13 --client-cpus 14-15): each replica, the router (keel or sglang-router) and this
+script are pinned with sched_setaffinity. --model takes the GGUF or a Hugging Face folder;
+--load-format dummy runs random weights from the folder's config.json (the prompt's tokens, the
+prefix cache and the compute per token are real, the one generated token is not).
+
 Usage: bench/bench_router_prefix.py [--build build] [--groups 8] [--per-group 6] [--concurrency 4]
          [--sglang-router PYTHON] [--replica-view] [--only NAME,NAME] [--repeat N]
+         [--model PATH] [--load-format dummy] [--threads N] [--replica-cpus A-B,...] [--router-cpus A-B]
+         [--client-cpus A-B] [--arrivals poisson --rate R | --load F] [--variant NAME=ARGS] [--out FILE]
 """
 import argparse
 import concurrent.futures
@@ -28,7 +41,9 @@ import pathlib
 import random
 import signal
 import socket
+import statistics
 import subprocess
+import threading
 import time
 import urllib.request
 
@@ -66,6 +81,84 @@ def metric(url, name):
             if line.startswith(name + " "):
                 return float(line.split()[1])
     return 0.0
+
+
+def cpu_set(spec):
+    """'0-2,5' -> {0, 1, 2, 5}."""
+    out = set()
+    for part in filter(None, spec.split(",")):
+        lo, _, hi = part.partition("-")
+        out.update(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+def pin(cpus):
+    """preexec_fn pinning a child process (and every thread it starts) to `cpus`; None when not pinning."""
+    return (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
+
+
+def arrival_times(n, rate, seed):
+    """Poisson arrivals: n send times (seconds from the start) at `rate` requests per second."""
+    rnd, t, out = random.Random(seed), 0.0, []
+    for _ in range(n):
+        t += rnd.expovariate(rate)
+        out.append(t)
+    return out
+
+
+def send_open_loop(url, reqs, times):
+    """Each request on its own thread at its scheduled time; latency from the scheduled time (a late
+    answer never delays the next arrival). Returns (latencies in s, errors, wall from start to last answer)."""
+    lat, errors, threads = [None] * len(reqs), [], []
+
+    def one(i, due):
+        try:
+            post(url, reqs[i])
+            lat[i] = time.perf_counter() - due
+        except Exception as e:  # noqa: BLE001 - counted and reported, the run goes on
+            errors.append(repr(e))
+    t0 = time.perf_counter()
+    for i, t in enumerate(times):
+        due = t0 + t
+        delay = due - time.perf_counter()
+        if delay > 0:
+            time.sleep(delay)
+        th = threading.Thread(target=one, args=(i, due), daemon=True)
+        th.start()
+        threads.append(th)
+    for th in threads:
+        th.join()
+    return sorted(x for x in lat if x is not None), errors, time.perf_counter() - t0
+
+
+def calibrate(replicas, reqs, groups):
+    """Service times on one idle replica, one request at a time: a cold prompt (new system prompt) and
+    a warm one (its prefix cached). Then the fleet's capacity under ideal affinity: the workload sent
+    straight to the replicas, every group to one replica of its own (8 cold prefills, the floor), closed
+    loop with 2 clients per replica (the replicas batch them). (A capacity derived from the single-request
+    times alone overestimated it about 1.7x in the session-5 run: it missed the cold duplicates a group's
+    requests cause while its first prefill runs, and an offered load of 0.7 x that was an overload.)"""
+    def timed(url, body):
+        t0 = time.perf_counter()
+        post(url + "/v1/chat/completions", body)
+        return time.perf_counter() - t0
+    cold, warm = [], []
+    for k in range(4):
+        system = f"Calibration prompt {k}. " + " ".join(f"Rule {j}: calibrate item {k}-{j} carefully." for j in range(14))
+        body = lambda q: {"model": "smollm2", "max_tokens": 1, "temperature": 0,  # noqa: E731
+                          "messages": [{"role": "system", "content": system}, {"role": "user", "content": f"Q{q}?"}]}
+        cold.append(timed(replicas[0], body(0)))
+        warm.extend(timed(replicas[0], body(q)) for q in (1, 2))
+    home = {}
+    for body in reqs:
+        home.setdefault(body["messages"][0]["content"], replicas[len(home) % len(replicas)])
+    t0 = time.perf_counter()
+    with concurrent.futures.ThreadPoolExecutor(2 * len(replicas)) as pool:
+        list(pool.map(lambda b: timed(home[b["messages"][0]["content"]], b), reqs))
+    capacity = len(reqs) / (time.perf_counter() - t0)
+    for r in replicas:
+        post(r + "/flush_cache", {})
+    return statistics.median(cold), statistics.median(warm), capacity
 
 
 def workload(groups, per_group, seed=0):
@@ -145,7 +238,7 @@ def hot_burst(base, n_requests, concurrency, sample):
             "full_max_minus_min": max((c[-1] - c[0] for c in full), default=None)}
 
 
-def run_policy(keel, replicas, args, extra, reqs):
+def run_policy(keel, replicas, args, extra, reqs, times):
     for r in replicas:
         post(r + "/flush_cache", {})
     before = [(metric(r, "keel_prompt_tokens_total"), metric(r, "keel_cached_prompt_tokens_total")) for r in replicas]
@@ -161,7 +254,9 @@ def run_policy(keel, replicas, args, extra, reqs):
             binary, extra = extra[0].split("=", 1)[1], extra[1:]
         cmd = [binary, "router", "--port", str(port), "--workers", *replicas, "--no-access-log",
                "--health-interval-ms", "200", *extra]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if args.router_cpus:
+            cmd += ["--http-threads", "1", "--upstream-threads", "1"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=pin(cpu_set(args.router_cpus)))
     try:
         base = f"http://127.0.0.1:{port}"
         wait_http(base + "/health")
@@ -174,14 +269,20 @@ def run_policy(keel, replicas, args, extra, reqs):
             post(base + "/v1/chat/completions", body)
             return time.perf_counter() - t0
 
-        t0 = time.perf_counter()
-        with concurrent.futures.ThreadPoolExecutor(args.concurrency) as pool:
-            lat = sorted(pool.map(one, reqs))
-        wall = time.perf_counter() - t0
+        errors = []
+        if times:
+            lat, errors, wall = send_open_loop(base + "/v1/chat/completions", reqs, times)
+        else:
+            t0 = time.perf_counter()
+            with concurrent.futures.ThreadPoolExecutor(args.concurrency) as pool:
+                lat = sorted(pool.map(one, reqs))
+            wall = time.perf_counter() - t0
         after = [(metric(r, "keel_prompt_tokens_total"), metric(r, "keel_cached_prompt_tokens_total"))
                  for r in replicas]
         picks = {} if sglang else decisions(base)
+        t0 = time.perf_counter()
         burst = hot_burst(base, args.burst, args.burst_concurrency, sample)
+        burst["burst_req_per_s"] = round(args.burst / (time.perf_counter() - t0), 2)
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
@@ -189,53 +290,120 @@ def run_policy(keel, replicas, args, extra, reqs):
     cached = sum(a[1] - b[1] for a, b in zip(after, before))
     return {"hit_rate": round(cached / prompt, 3), "ttft_p50_ms": round(lat[len(lat) // 2] * 1e3, 1),
             "ttft_p99_ms": round(lat[min(len(lat) - 1, len(lat) * 99 // 100)] * 1e3, 1),
-            "req_per_s": round(len(reqs) / wall, 2), "burst_view": "replicas" if replica_view else "router", "decisions": picks, **burst}
+            "ttft_mean_ms": round(statistics.fmean(lat) * 1e3, 1), "errors": len(errors),
+            "req_per_s": round(len(lat) / wall, 2), "burst_view": "replicas" if replica_view else "router",
+            "decisions": picks, **burst}
+
+
+def summarize(rows, emit):
+    """Mean of each figure per policy over the repeats, one line each."""
+    keys = ["hit_rate", "ttft_p50_ms", "ttft_p99_ms", "req_per_s", "burst_req_per_s", "full_max_over_min",
+            "burst_lo2_max_over_min", "burst_share_within_1_5"]
+    for name in dict.fromkeys(r["policy"] for r in rows):
+        mine = [r for r in rows if r["policy"] == name]
+        out = {"summary": name, "repeats": len(mine)}
+        for k in keys:
+            vals = [r[k] for r in mine if r.get(k) is not None]
+            if vals:
+                out[k] = round(statistics.fmean(vals), 3) if all(v != float("inf") for v in vals) else float("inf")
+                out[k + "_range"] = [min(vals), max(vals)]
+        emit(out)
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default=str(ROOT / "build"))
+    ap.add_argument("--keel", default="", help="the keel binary (default: BUILD/src/cli/keel)")
+    ap.add_argument("--model", default=str(MODEL), help="GGUF file or Hugging Face folder (replicas and --model router)")
+    ap.add_argument("--load-format", default="auto", choices=["auto", "dummy"])
+    ap.add_argument("--threads", type=int, default=1, help="compute threads per replica")
+    ap.add_argument("--kv-tokens", type=int, default=4096)
+    ap.add_argument("--replica-cpus", default="", help="one CPU range per replica, e.g. 0-2,3-5,6-8,9-11")
+    ap.add_argument("--router-cpus", default="", help="CPUs for the router under test (keel: 1 http + 1 upstream thread)")
+    ap.add_argument("--client-cpus", default="", help="CPUs for this script (the load generator)")
     ap.add_argument("--groups", type=int, default=8)
     ap.add_argument("--per-group", type=int, default=6)
-    ap.add_argument("--concurrency", type=int, default=4)
+    ap.add_argument("--concurrency", type=int, default=4, help="closed-loop clients (--arrivals closed)")
+    ap.add_argument("--arrivals", default="closed", choices=["closed", "poisson"])
+    ap.add_argument("--rate", type=float, default=0.0, help="poisson: requests per second")
+    ap.add_argument("--load", type=float, default=0.0,
+                    help="poisson: rate = this x the fleet's closed-loop capacity under ideal affinity, measured at start")
     ap.add_argument("--burst", type=int, default=32, help="hot-prefix burst requests after the workload")
     ap.add_argument("--burst-concurrency", type=int, default=12)
-    ap.add_argument("--only", default="", help="run only the policies whose name contains one of these (comma-separated)")
+    ap.add_argument("--only", default="",
+                    help="run only the policies whose name contains one of these (comma-separated), in this order")
     ap.add_argument("--repeat", type=int, default=1,
                     help="run the chosen policies this many times, interleaved, each round starting one policy later")
     ap.add_argument("--sglang-router", default="", help="python with sglang-router==0.3.2 installed")
     ap.add_argument("--before-keel", default="", help="another keel binary: its router runs cache_aware exact too")
+    ap.add_argument("--variant", action="append", default=[],
+                    help="NAME=ARGS: one more keel router run with these flags ({model} = --model)")
     ap.add_argument("--replica-view", action="store_true", help="burst samples from the replicas' own gauges")
+    ap.add_argument("--out", default="", help="append every result line to this file too")
     args = ap.parse_args()
-    keel = str(pathlib.Path(args.build) / "src/cli/keel")
-    ports = [free_port() for _ in range(4)]
-    procs = [subprocess.Popen([keel, "serve", "--model", str(MODEL), "--port", str(p), "--served-model-name",
-                               "smollm2", "--kv-tokens", "4096", "-t", "1", "--http-threads", "1"],
-                              stderr=subprocess.DEVNULL, env={**os.environ, "KEEL_THREADS": "1"}) for p in ports]
+    keel = args.keel or str(pathlib.Path(args.build) / "src/cli/keel")
+    if args.client_cpus:
+        os.sched_setaffinity(0, cpu_set(args.client_cpus))
+    replica_cpus = [cpu_set(c) for c in args.replica_cpus.split(",")] if args.replica_cpus else [set()] * 4
+    ports = [free_port() for _ in replica_cpus]
+    serve = [keel, "serve", "--model", args.model, "--served-model-name", "smollm2", "--kv-tokens", str(args.kv_tokens),
+             "-t", str(args.threads), "--http-threads", "1"]
+    if args.load_format != "auto":
+        serve += ["--load-format", args.load_format]
+    procs = [subprocess.Popen(serve + ["--port", str(p)], stderr=subprocess.DEVNULL, preexec_fn=pin(cpus),
+                              env={**os.environ, "KEEL_THREADS": str(args.threads)})
+             for p, cpus in zip(ports, replica_cpus)]
     replicas = [f"http://127.0.0.1:{p}" for p in ports]
+    out = open(args.out, "a") if args.out else None
+
+    def emit(row):
+        print(json.dumps(row), flush=True)
+        if out:
+            out.write(json.dumps(row) + "\n")
+            out.flush()
     try:
         for r in replicas:
             wait_http(r + "/health")
         reqs = workload(args.groups, args.per_group)
-        configs = [("cache_aware exact (--model)", ["--model", str(MODEL)]),
+        times = None
+        if args.arrivals == "poisson":
+            rate = args.rate
+            if args.load:
+                s_cold, s_warm, capacity = calibrate(replicas, reqs, args.groups)
+                rate = args.load * capacity
+                emit({"calibration": {"cold_ms": round(s_cold * 1e3, 1), "warm_ms": round(s_warm * 1e3, 1),
+                                      "ideal_affinity_req_per_s": round(capacity, 1), "load": args.load,
+                                      "rate": round(rate, 1)}})
+            if rate <= 0:
+                raise SystemExit("--arrivals poisson needs --rate or --load")
+            times = arrival_times(len(reqs), rate, seed=1)
+        configs = [("cache_aware exact (--model)", ["--model", args.model]),
                    ("cache_aware approximate (char keys)", []),
                    ("round_robin", ["--policy", "round_robin"]),
                    ("random", ["--policy", "random"])]
         if args.before_keel:
-            configs.insert(1, ("cache_aware exact (--model), before", [f"--binary={args.before_keel}", "--model", str(MODEL)]))
+            configs.insert(1, ("cache_aware exact (--model), before", [f"--binary={args.before_keel}", "--model", args.model]))
+        for v in args.variant:
+            name, _, flags = v.partition("=")
+            configs.append((name, [f.replace("{model}", args.model) for f in flags.split()]))
         if args.sglang_router:
             configs.append(("sglang-router 0.3.2 cache_aware", ["sglang"]))
-        chosen = [(n, e) for n, e in configs if any(o in n for o in args.only.split(","))]
+        # In --only's order (a run cut short by a time limit still has the first ones), each config once.
+        chosen = list({n: (n, e) for o in args.only.split(",") for n, e in configs if o in n}.values())
+        rows = []
         for rep in range(args.repeat):
             # Repeat k starts at the k-th policy: no policy always runs first (right after the replicas
             # start, or right after another policy's burst).
             k = rep % len(chosen)
             for name, extra in chosen[k:] + chosen[:k]:
-                r = run_policy(keel, replicas, args, extra, reqs)
+                r = run_policy(keel, replicas, args, extra, reqs, times)
                 r["policy"] = name
                 r["repeat"] = rep
+                r["arrivals"] = args.arrivals if not times else f"poisson {len(reqs) / times[-1]:.1f} req/s"
                 r["load_avg"] = round(os.getloadavg()[0], 1)
-                print(json.dumps(r), flush=True)
+                rows.append(r)
+                emit(r)
+        summarize(rows, emit)
     finally:
         for p in procs:
             p.send_signal(signal.SIGTERM)

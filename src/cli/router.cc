@@ -154,6 +154,7 @@ void register_router(CLI::App& app) {
   cmd->add_option("--max-response-bytes", a->router.max_response_bytes, "Largest non-streamed response")->capture_default_str();
   cmd->add_option("--policy", a->router.policy, "round_robin | random | power_of_two | cache_aware")->capture_default_str();
   cmd->add_option("--balance-abs-threshold", a->router.cache_aware.balance_abs_threshold, "Most in-flight requests any replica may hold above the least busy one after a decision")->capture_default_str();
+  cmd->add_option("--balance-idle-cap", a->router.cache_aware.balance_idle_cap, "Most in-flight requests a replica may hold while another stays idle and no more requests than replicas are in flight")->capture_default_str();
   cmd->add_option("--balance-rel-threshold", a->router.cache_aware.balance_rel_threshold, "Load ratio over the least loaded")->capture_default_str();
   cmd->add_option("--min-match-ratio", a->router.cache_aware.min_match_ratio, "Matched share of the prompt that counts")->capture_default_str();
   cmd->add_option("--region-penalty", a->router.cache_aware.remote_penalty, "Load added to other regions' replicas")->capture_default_str();

@@ -22,6 +22,7 @@ Status CacheAwareConfig::validate() const {
   if (!(min_match_ratio >= 0.0 && min_match_ratio <= 1.0)) {
     return make_error(ErrorCode::kInvalidArgument, "min-match-ratio must be in [0, 1], got {}", min_match_ratio);
   }
+  if (balance_idle_cap < 1) return make_error(ErrorCode::kInvalidArgument, "balance-idle-cap must be >= 1");
   if (remote_penalty < 0) return make_error(ErrorCode::kInvalidArgument, "region-penalty must be >= 0");
   return {};
 }

@@ -40,6 +40,10 @@ struct CacheAwareConfig {
   // least busy candidate's count (policy_cache_aware.cc).
   int64_t balance_abs_threshold = 1;
   double balance_rel_threshold = 1.5;
+  // While a candidate stays idle after the decision, a replica may hold up to this many (if more than
+  // the cap above allows at lo = 0): queueing on a prefix holder beats a cold prefill elsewhere when
+  // there is spare capacity; the idle replicas still get the next requests that no holder can take.
+  int64_t balance_idle_cap = 2;
   double min_match_ratio = 0.25;          // matched keys / prompt keys below this: no useful match
   int64_t remote_penalty = 8;             // load added to replicas outside the request's region
 

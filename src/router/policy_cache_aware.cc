@@ -11,6 +11,9 @@
 // (only the drained replica is eligible then). max(lo, 1) lets a holder take a second request while
 // some replica is idle: that replica gets its first before it can be "least busy" in a burst. With the
 // defaults (1, 1.5) the busiest holds at most max(lo + 1, 1.5 lo) whenever every replica is busy.
+// balance_idle_cap raises the cap while a replica stays idle after the decision (lo_after = 0): a
+// prefix holder then queues up to that many before a spill, since with spare capacity a queue on a
+// cached prefix is cheaper than a cold prefill; once every replica is busy the bound above applies.
 // Outside the request's region a candidate's own load counts remote_penalty more, and the bound is
 // taken over the local candidates when there are any.
 //
@@ -43,9 +46,11 @@ class CacheAware final : public Policy {
     // region penalty only enters a remote candidate's own load.
     const bool scoped = std::any_of(c.begin(), c.end(), [](const CandidateView& v) { return !v.remote; });
     auto in_scope = [&](const CandidateView& v) { return !scoped || !v.remote; };
-    int64_t lo = std::numeric_limits<int64_t>::max(), hi = 0, n_lo = 0;
+    int64_t lo = std::numeric_limits<int64_t>::max(), hi = 0, n_lo = 0, total = 0, n_scope = 0;
     for (const auto& v : c) {
       if (!in_scope(v)) continue;
+      total += v.load;
+      ++n_scope;
       if (v.load < lo) {
         lo = v.load;
         n_lo = 0;
@@ -57,11 +62,15 @@ class CacheAware final : public Policy {
     for (const auto& v : c) {
       if (in_scope(v) && v.load > lo) second = std::min(second, v.load);
     }
+    // Idle relaxation: while the fleet has spare capacity after the decision (an in-scope replica
+    // still idle, and no more requests in flight than replicas), the cap is balance_idle_cap.
+    const bool relaxing = config_.balance_idle_cap > cap(0);
     auto keeps_bound = [&](const CandidateView& v) {
       const int64_t after = effective_load(v) + 1;
       if (!in_scope(v)) return after <= cap(lo);
       const int64_t lo_after = v.load == lo && n_lo == 1 ? std::min(lo + 1, second) : lo;
-      return std::max(hi, after) <= cap(lo_after);
+      const bool spare = relaxing && lo_after == 0 && total + 1 <= n_scope;
+      return std::max(hi, after) <= (spare ? config_.balance_idle_cap : cap(lo_after));
     };
     bool any = false;
     for (const auto& v : c) any = any || keeps_bound(v);

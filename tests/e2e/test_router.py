@@ -298,6 +298,32 @@ def test_region_header_prefers_local_replicas(keel_bin, replicas):
         stop(proc)
 
 
+def test_idle_cap_keeps_a_third_request_on_the_prefix_holder(keel_bin, model_path, replicas):
+    """Three concurrent requests of one cached prefix while the fleet is idle: with the default bound
+    the holder takes two and the third goes to a replica without the prefix (the replica reports it
+    uncached); with --balance-idle-cap 3 all three stay on the holder and the replicas report hits."""
+    urls = replicas[0]
+    for tag, extra, on_holder in (("default", (), 2), ("idle cap", ("--balance-idle-cap", "3"), 3)):
+        base, proc = start_router(keel_bin, urls, *extra, model_path=model_path)
+        try:
+            c = client_for(base)
+            system = f"You are the {tag} queue tester. " + " ".join(f"Queue rule {k}: keep it brief." for k in range(12))
+            holder, _ = chat(c, system, "Warm up?", max_tokens=1)
+            # Sent together; each decodes 16 tokens (seconds on one CPU thread), so all three are in
+            # flight at the router when the last one is routed.
+            with concurrent.futures.ThreadPoolExecutor(3) as pool:
+                done = list(pool.map(lambda q: chat(c, system, f"Question {q}?", max_tokens=16,
+                                                          extra_body={"ignore_eos": True}),
+                                     range(3)))
+            placed = [replica for replica, _ in done]
+            assert placed.count(holder) == on_holder, f"{tag}: {placed}, holder {holder}"
+            for replica, resp in done:
+                cached = resp.usage.prompt_tokens_details.cached_tokens
+                assert (cached >= 80) == (replica == holder), f"{tag}: {replica} reported {cached} cached tokens"
+        finally:
+            stop(proc)
+
+
 def wait_cache_map(base: str, urls: list[str], deadline: float) -> dict:
     """Polls until the router's exact map for every replica equals the replica's own KV use."""
     while True:

@@ -22,6 +22,7 @@ TEST(PolicyFactory, KnowsEveryNameAndRejectsOthers) {
   EXPECT_FALSE(make_policy("least_busy", {}).ok());
   EXPECT_FALSE(make_policy("cache_aware", CacheAwareConfig{.balance_rel_threshold = 0.5}).ok());
   EXPECT_FALSE(make_policy("cache_aware", CacheAwareConfig{.min_match_ratio = 1.5}).ok());
+  EXPECT_FALSE(make_policy("cache_aware", CacheAwareConfig{.balance_idle_cap = 0}).ok());
 }
 
 TEST(RoundRobin, CyclesThroughCandidates) {
