@@ -5,6 +5,7 @@
 // kernels for n = 1 that read the weights at about half the bandwidth, hence this path.
 #include "backend/cuda/dtype_util.cuh"
 #include "backend/cuda/launch_check.h"
+#include "backend/cuda/pdl.cuh"
 
 namespace keel::backend::cuda {
 namespace {
@@ -52,13 +53,19 @@ __device__ __forceinline__ SegRow seg_row(const GemvGroup& g, int64_t row) {
 template <typename T, int kMaxN>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32) gemv_kernel(const __nv_bfloat16* x, GemvGroup g, int n,
                                                                     int64_t k) {
+  pdl_trigger();
   const int lane = threadIdx.x % 32;
   const int64_t grow = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
-  if (grow >= g.m_total) return;
-  const SegRow sr = seg_row(g, grow);
+  const SegRow sr = seg_row(g, grow < g.m_total ? grow : 0);
   const int64_t row = sr.row, m = sr.m;
   const int64_t k8 = k / 8;  // 16-byte vectors per row
   const uint4* wr = reinterpret_cast<const uint4*>(sr.w + row * k);
+  // Weights are no kernel's output: the row's first 8 KiB go to L2 while the previous kernel ends (PDL).
+  for (int64_t i = lane * 8; grow < g.m_total && i < k8 && i < 512; i += 256) {
+    asm volatile("prefetch.global.L2 [%0];\n" ::"l"(wr + i));
+  }
+  pdl_wait();  // x comes from the kernel before
+  if (grow >= g.m_total) return;
   const uint4* xr = reinterpret_cast<const uint4*>(x);
   float acc[kMaxN];
 #pragma unroll
@@ -95,7 +102,8 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) gemv_kernel(const __nv_bf
 template <typename T, int kMaxN>
 void launch_n(const void* x, const GemvGroup& g, int n, int64_t k, cudaStream_t s) {
   const auto blocks = static_cast<unsigned>((g.m_total + kWarpsPerBlock - 1) / kWarpsPerBlock);
-  gemv_kernel<T, kMaxN><<<blocks, kWarpsPerBlock * 32, 0, s>>>(static_cast<const __nv_bfloat16*>(x), g, n, k);
+  launch_pdl(gemv_kernel<T, kMaxN>, dim3(blocks), dim3(kWarpsPerBlock * 32), 0, s,
+             static_cast<const __nv_bfloat16*>(x), g, n, k);
 }
 
 }  // namespace

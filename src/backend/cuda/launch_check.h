@@ -5,6 +5,8 @@
 namespace keel::backend::cuda {
 
 void cuda_check_launch(const char* file, int line);
+// Whether kernels launch with programmatic dependent launch (pdl.cuh): KEEL_CUDA_PDL, default on, read once.
+bool pdl_enabled();
 
 }  // namespace keel::backend::cuda
 
