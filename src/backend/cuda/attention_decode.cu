@@ -30,6 +30,7 @@ namespace {
 constexpr int kWarps = 4;
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
+constexpr int kMaxMergeSplits = kAttnDecodeMaxSplits;  // the merge's weights live in the ring
 
 template <int HD, int G>
 struct DecodeCfg {
@@ -40,7 +41,8 @@ struct DecodeCfg {
   static constexpr int kStages = 3;                        // batches in flight per warp (cp.async ring)
   // Per warp: kStages x (K and V) x kUnroll x 32 lanes x 16 bytes; reused for the warps' merge.
   static constexpr size_t kSmem = static_cast<size_t>(kWarps) * kStages * 2 * kUnroll * 32 * sizeof(uint4);
-  static_assert(kSmem >= sizeof(float) * kWarps * G * HD, "the merge reuses the ring");
+  static_assert(kSmem >= sizeof(float) * kWarps * G * HD, "the warps' merge reuses the ring");
+  static_assert(kSmem >= sizeof(float) * 2 * G * kMaxMergeSplits, "the splits' merge reuses the ring");
 };
 
 __device__ __forceinline__ void bf16x8(const uint4& raw, float* f) {
@@ -67,9 +69,14 @@ __device__ __forceinline__ void cp_async_wait() {
 // thread's partial stores are fenced before thread 0 counts the block; the last block sets the counter
 // back to 0 (ready for the next launch or graph replay) and reads the partials past L1 (__ldcg). The
 // sums run in split order with expf in natural-log units, exactly as combine_kernel's.
+// The merge: warp g % 4 finds head g's max over the splits (lanes read splits in parallel) and each
+// split's weight exp(m - max) into shared memory (the ring, unused by now; kMaxMergeSplits per head),
+// lane 0 sums l x weight in split order; then every thread sums acc x weight for its outputs in split
+// order, with the loads of 4 splits in flight at a time.
 template <int HD, int G>
-__device__ __forceinline__ void merge_if_last(const AttnLaunch& p, int n_real, int64_t row0) {
+__device__ __forceinline__ void merge_if_last(const AttnLaunch& p, int n_real, int64_t row0, float* f_s) {
   __shared__ bool last;
+  __shared__ float inv_s[G];
   __threadfence();
   __syncthreads();
   if (threadIdx.x == 0) {
@@ -81,20 +88,44 @@ __device__ __forceinline__ void merge_if_last(const AttnLaunch& p, int n_real, i
   if (!last) return;
   __threadfence();
   const int64_t n_rows_total = p.n_tokens * p.n_heads;
-  for (int idx = threadIdx.x; idx < G * HD; idx += blockDim.x) {
-    const int64_t row = row0 + idx / HD;
-    const int d = idx % HD;
-    float m_max = -FLT_MAX;
-    for (int sp = 0; sp < n_real; ++sp) m_max = fmaxf(m_max, __ldcg(&p.partial_ml[2 * (sp * n_rows_total + row)]));
-    float l_sum = 0.0f, o = 0.0f;
-    for (int sp = 0; sp < n_real; ++sp) {
-      const int64_t pr = sp * n_rows_total + row;
-      const float f = expf(__ldcg(&p.partial_ml[2 * pr]) - m_max);
-      l_sum += __ldcg(&p.partial_ml[2 * pr + 1]) * f;
-      o += __ldcg(&p.partial_acc[pr * HD + d]) * f;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  for (int g = warp; g < G; g += kWarps) {
+    const int64_t row = row0 + g;
+    float mx = -FLT_MAX;
+    for (int sp = lane; sp < n_real; sp += 32) {
+      const float m = __ldcg(&p.partial_ml[2 * (sp * n_rows_total + row)]);
+      f_s[g * kMaxMergeSplits + sp] = m;
+      mx = fmaxf(mx, m);
     }
-    const float inv = l_sum > 0.0f ? 1.0f / l_sum : 0.0f;
-    store_f(static_cast<__nv_bfloat16*>(p.out), row * HD + d, o * inv);
+    for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    for (int sp = lane; sp < n_real; sp += 32) {
+      const float f = expf(f_s[g * kMaxMergeSplits + sp] - mx);
+      f_s[g * kMaxMergeSplits + sp] = f;
+      f_s[(G + g) * kMaxMergeSplits + sp] = __ldcg(&p.partial_ml[2 * (sp * n_rows_total + row) + 1]) * f;
+    }
+    __syncwarp();
+    if (lane == 0) {
+      float l_sum = 0.0f;
+      for (int sp = 0; sp < n_real; ++sp) l_sum += f_s[(G + g) * kMaxMergeSplits + sp];
+      inv_s[g] = l_sum > 0.0f ? 1.0f / l_sum : 0.0f;
+    }
+  }
+  __syncthreads();
+  for (int idx = threadIdx.x; idx < G * HD; idx += blockDim.x) {
+    const int g = idx / HD, d = idx % HD;
+    const int64_t row = row0 + g;
+    const float* f = f_s + g * kMaxMergeSplits;
+    float o = 0.0f;
+    int sp = 0;
+    for (; sp + 4 <= n_real; sp += 4) {
+      float a[4];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) a[u] = __ldcg(&p.partial_acc[((sp + u) * n_rows_total + row) * HD + d]);
+#pragma unroll
+      for (int u = 0; u < 4; ++u) o += a[u] * f[sp + u];
+    }
+    for (; sp < n_real; ++sp) o += __ldcg(&p.partial_acc[(sp * n_rows_total + row) * HD + d]) * f[sp];
+    store_f(static_cast<__nv_bfloat16*>(p.out), row * HD + d, o * inv_s[g]);
   }
 }
 
@@ -271,7 +302,8 @@ __global__ void __launch_bounds__(kWarps * 32, attention_decode_blocks_per_sm(G)
       }
     }
   }
-  if (n_real > 1) merge_if_last<HD, G>(p, n_real, token * p.n_heads + head0);
+  // (merge_if_last synchronizes the block before it reuses the ring.)
+  if (n_real > 1) merge_if_last<HD, G>(p, n_real, token * p.n_heads + head0, reinterpret_cast<float*>(ring));
 }
 
 template <int HD, int G>

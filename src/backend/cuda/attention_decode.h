@@ -13,6 +13,8 @@ namespace keel::backend::cuda {
 inline constexpr int kAttnDecodeMaxGroup = 8;
 // Keys per split are a multiple of this and at least this many (a shorter split is mostly set-up).
 inline constexpr int kAttnDecodeSplitKeys = 128;
+// Splits per item at most (the last block's merge keeps a weight per split and head in shared memory).
+inline constexpr int kAttnDecodeMaxSplits = 256;
 
 // Whether the decode kernel covers these heads (bf16 checked by the caller).
 inline bool attention_decode_supports(int n_heads, int n_kv, int head_dim) {

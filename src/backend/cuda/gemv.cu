@@ -56,26 +56,31 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) gemv_kernel(const __nv_bf
   pdl_trigger();
   const int lane = threadIdx.x % 32;
   const int64_t grow = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
-  const SegRow sr = seg_row(g, grow < g.m_total ? grow : 0);
+  const bool active = grow < g.m_total;
+  const SegRow sr = seg_row(g, active ? grow : 0);
   const int64_t row = sr.row, m = sr.m;
   const int64_t k8 = k / 8;  // 16-byte vectors per row
   const uint4* wr = reinterpret_cast<const uint4*>(sr.w + row * k);
-  // Weights are no kernel's output: the row's first 8 KiB go to L2 while the previous kernel ends (PDL).
-  for (int64_t i = lane * 8; grow < g.m_total && i < k8 && i < 512; i += 256) {
-    asm volatile("prefetch.global.L2 [%0];\n" ::"l"(wr + i));
+  const uint4* xr = reinterpret_cast<const uint4*>(x);
+  constexpr int kUnroll = 8;
+  int64_t i = lane;
+  // The first batch of weights (no kernel's output) is requested before pdl_wait: under PDL it
+  // streams while the kernel before (the one writing x) ends.
+  uint4 wv[kUnroll];
+  if (active && i + 32 * (kUnroll - 1) < k8) {
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) wv[u] = __ldcs(wr + i + 32 * u);  // streamed once: evict first
   }
   pdl_wait();  // x comes from the kernel before
-  if (grow >= g.m_total) return;
-  const uint4* xr = reinterpret_cast<const uint4*>(x);
+  if (!active) return;
   float acc[kMaxN];
 #pragma unroll
   for (int t = 0; t < kMaxN; ++t) acc[t] = 0.0f;
-  constexpr int kUnroll = 8;
-  int64_t i = lane;
   for (; i + 32 * (kUnroll - 1) < k8; i += 32 * kUnroll) {
-    uint4 wv[kUnroll];
+    if (i != lane) {
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) wv[u] = __ldcs(wr + i + 32 * u);  // streamed once: evict first
+      for (int u = 0; u < kUnroll; ++u) wv[u] = __ldcs(wr + i + 32 * u);
+    }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
 #pragma unroll

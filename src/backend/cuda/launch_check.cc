@@ -15,7 +15,7 @@ void cuda_check_launch(const char* file, int line) {
 bool pdl_enabled() {
   static const bool on = [] {
     const char* v = std::getenv("KEEL_CUDA_PDL");
-    return v == nullptr || std::strcmp(v, "0") != 0;
+    return v != nullptr && std::strcmp(v, "1") == 0;
   }();
   return on;
 }

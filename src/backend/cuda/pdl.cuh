@@ -6,7 +6,8 @@
 // predecessor, every earlier kernel is complete too. Before pdl_wait() a kernel may only read data no
 // kernel of the step writes (weights: the GEMV requests its first weight lines there, so the weight
 // stream starts during the previous kernel's tail). Both are no-ops in a kernel launched without the
-// attribute. KEEL_CUDA_PDL=0 launches without it (before/after measurements, bisecting).
+// attribute. Off unless KEEL_CUDA_PDL=1: on the 8B batch-1 decode step it measured no gain
+// (docs/cuda_backend.md), though back-to-back GEMVs gain 7-9%.
 #pragma once
 
 #include <cuda_runtime.h>
