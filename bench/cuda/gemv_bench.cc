@@ -1,5 +1,5 @@
-// keel_gemv_bench: the decode GEMV (gemv.cu) alone on the Llama-3-8B projection shapes at 1 token (and
-// 8): GB/s of weights streamed against the 3.96 TB/s device-copy ceiling (shared/GPU.md). Each shape
+// keel_gemv_bench: the decode GEMV (gemv.cu) alone on the Llama-3-8B projection shapes at 1 token (and 2,
+// 4, 8): GB/s of weights streamed against the 3.96 TB/s device-copy ceiling (shared/GPU.md). Each shape
 // gets enough weight copies to fill >= 512 MiB and each launch reads the next copy, so the 60 MB L2
 // holds none of a launch's weights. Two timings: event-timed median of single launches (launch and
 // ramp included, as in an eager step) and a CUDA graph of 64 launches back to back (per launch, as in a
@@ -121,7 +121,7 @@ int main() {
   check(cudaMalloc(&x, 8 * 14336 * 2), "x");
   check(cudaMemset(x, 0x3c, 8 * 14336 * 2), "fill x");
   check(cudaMalloc(&out, 8 * 128256 * 4), "out");
-  for (int n : {1, 8}) {
+  for (int n : {1, 2, 4, 8}) {
     for (const Shape& sh : shapes) run(sh, n, x, out);
   }
   return 0;
