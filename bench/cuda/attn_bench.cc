@@ -159,8 +159,10 @@ int main(int argc, char** argv) {
   std::printf("%5s %6s | %26s | %26s | %s\n", "batch", "ctx", "decode kernel", "CUDA-core kernel (before)", "speed-up");
   for (const int bs : {1, 64, 256}) {
     for (const int ctx : {1024, 4096, 32768}) {
-      const Run a = time_point(bs, ctx, true, shuffled, prop.multiProcessorCount, k, v, pool_slots, perm, q, out, partials, counters);
-      const Run b = time_point(bs, ctx, false, shuffled, prop.multiProcessorCount, k, v, pool_slots, perm, q, out, partials, counters);
+      const Run a = time_point(bs, ctx, true, shuffled, prop.multiProcessorCount, k, v, pool_slots, perm, q, out,
+                                 partials, counters);
+      const Run b = time_point(bs, ctx, false, shuffled, prop.multiProcessorCount, k, v, pool_slots, perm, q, out,
+                                 partials, counters);
       std::printf("%5d %6d | %8.3f ms %6.0f GB/s %3.0f%% | %8.3f ms %6.0f GB/s %3.0f%% | %.2fx\n", bs, ctx, a.ms, a.gbps,
                   100 * a.gbps * 1e9 / kCopyBytesPerS, b.ms, b.gbps, 100 * b.gbps * 1e9 / kCopyBytesPerS, b.ms / a.ms);
     }

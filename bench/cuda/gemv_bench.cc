@@ -93,7 +93,8 @@ void run(const Shape& sh, int n, void* x, void* out) {
   const double graphed = gms[gms.size() / 2];
   check(cudaGetLastError(), "gemv");
   const double floor_us = static_cast<double>(bytes) / kCopyBytesPerS * 1e6;
-  std::printf("%-9s n=%d %6lld x %5lld %7.1f MB | single %7.2f us %5.2f TB/s | graph %7.2f us %5.2f TB/s %3.0f%% | floor %6.2f us\n",
+  std::printf("%-9s n=%d %6lld x %5lld %7.1f MB | single %7.2f us %5.2f TB/s | graph %7.2f us %5.2f TB/s %3.0f%% | "
+              "floor %6.2f us\n",
               sh.name, n, static_cast<long long>(m_total), static_cast<long long>(sh.k), bytes / 1e6, single * 1e3,
               bytes / (single * 1e-3) / 1e12, graphed * 1e3, bytes / (graphed * 1e-3) / 1e12,
               100 * bytes / (graphed * 1e-3) / kCopyBytesPerS, floor_us);

@@ -54,7 +54,8 @@ TEST_P(RopeKvTest, MatchesCpuAndSeparateOps) {
       const auto qs = make_shape({n, heads, hd}), ks = make_shape({n, kv, hd}), cs = make_shape({n_slots, kv, hd});
       const auto q = input(static_cast<size_t>(n * heads * hd)), k = input(static_cast<size_t>(n * kv * hd));
       const auto v = input(static_cast<size_t>(n * kv * hd));
-      const auto kc0 = input(static_cast<size_t>(n_slots * kv * hd)), vc0 = input(static_cast<size_t>(n_slots * kv * hd));
+      const auto kc0 = input(static_cast<size_t>(n_slots * kv * hd));
+      const auto vc0 = input(static_cast<size_t>(n_slots * kv * hd));
       // Reference (CPU, f32), the fused GPU op, and the GPU's three separate ops.
       Buffer qc = make(cpu, DType::kF32, qs, q), kc = make(cpu, DType::kF32, ks, k), vc = make(cpu, DType::kF32, ks, v);
       Buffer kcc = make(cpu, DType::kF32, cs, kc0), vcc = make(cpu, DType::kF32, cs, vc0);

@@ -67,12 +67,11 @@ __device__ __forceinline__ void cp_async_wait() {
 
 // The item's n_real partials -> out rows [row0, row0 + G), by the block that finishes last. Every
 // thread's partial stores are fenced before thread 0 counts the block; the last block sets the counter
-// back to 0 (ready for the next launch or graph replay) and reads the partials past L1 (__ldcg). The
-// sums run in split order with expf in natural-log units, exactly as combine_kernel's.
-// The merge: warp g % 4 finds head g's max over the splits (lanes read splits in parallel) and each
-// split's weight exp(m - max) into shared memory (the ring, unused by now; kMaxMergeSplits per head),
-// lane 0 sums l x weight in split order; then every thread sums acc x weight for its outputs in split
-// order, with the loads of 4 splits in flight at a time.
+// back to 0 (ready for the next launch or graph replay) and reads the partials past L1 (__ldcg). Then
+// warp g % 4 finds head g's max over the splits (lanes read splits in parallel) and puts each split's
+// weight exp(m - max) (natural-log units, as combine_kernel) into shared memory (the ring, unused by
+// now; kMaxMergeSplits per head), lane 0 sums l x weight in split order; every thread sums acc x weight
+// for its outputs in split order, with the loads of 4 splits in flight at a time.
 template <int HD, int G>
 __device__ __forceinline__ void merge_if_last(const AttnLaunch& p, int n_real, int64_t row0, float* f_s) {
   __shared__ bool last;

@@ -28,8 +28,9 @@ bool decode_enabled() {
 // Decode items: one per (sequence with a new token, kv head), the whole group each. Splits: the count
 // up to max_splits whose blocks fill whole waves best (resident blocks per SM x SMs), with
 // splits x items x group <= 64 x SMs (the merge scratch's bound, cuda_ops.cc), splits <=
-// kAttnDecodeMaxSplits (the in-kernel merge's) and each split at least kAttnDecodeSplitKeys keys. fixed_grid: the grid takes the count found without the key limit (the
-// items alone), the split length stays the one with it, so a graph step computes what an eager step
+// kAttnDecodeMaxSplits (the in-kernel merge's) and each split at least kAttnDecodeSplitKeys keys.
+// fixed_grid: the grid takes the count found without the key limit (the items alone), the split
+// length stays the one with it, so a graph step computes what an eager step
 // does (the extra splits are empty: they exit at once and are not merged).
 void plan_decode(const AttentionParams& p, int n_kv, int group, int n_sm, bool fixed_grid, AttentionPlan& plan) {
   int max_keys = 0;

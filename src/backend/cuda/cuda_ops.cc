@@ -289,8 +289,8 @@ void CudaBackend::attention(const Tensor& q, const Tensor& k_cache, const Tensor
                .n_kv = static_cast<int>(n_kv), .head_dim = static_cast<int>(hd), .scale = p.scale,
                .n_splits = plan.grid_splits, .split_len = plan.split_len,
                .split_len_dev = graph_plan_ ? staging_->stage(std::span<const int32_t>(&plan_.split_len, 1)) : nullptr,
-               .partial_acc = nullptr, .partial_ml = nullptr, .split_counters = nullptr, .tensor_cores = plan.tensor_cores,
-               .decode = plan.decode};
+               .partial_acc = nullptr, .partial_ml = nullptr, .split_counters = nullptr,
+               .tensor_cores = plan.tensor_cores, .decode = plan.decode};
   if (plan.grid_splits > 1) {
     const size_t rows = static_cast<size_t>(plan.grid_splits) * static_cast<size_t>(n * n_heads);
     // Keys are split only while items < 2 x SMs, so rows = splits x (query rows) < 64 x SMs (each item
@@ -308,7 +308,8 @@ void CudaBackend::attention(const Tensor& q, const Tensor& k_cache, const Tensor
   }
   const ActType at = act_type(q, "attention");
   if (skip_launch(l.q, l.k_cache, l.v_cache, l.out, l.items, l.seqs, l.n_items, l.n_tokens, l.n_heads, l.n_kv,
-                  l.head_dim, l.scale, l.n_splits, l.split_len_dev, l.partial_acc, l.partial_ml, l.split_counters, l.tensor_cores, l.decode, at)) {
+                  l.head_dim, l.scale, l.n_splits, l.split_len_dev, l.partial_acc, l.partial_ml, l.split_counters,
+                  l.tensor_cores, l.decode, at)) {
     return;
   }
   launch_attention(l, at, stream_);
