@@ -25,7 +25,8 @@ inline bool attention_decode_supports(int n_heads, int n_kv, int head_dim) {
 constexpr int attention_decode_blocks_per_sm(int group) { return group <= 5 ? 4 : group == 6 ? 3 : 2; }
 void launch_attention_decode(const AttnLaunch& p, cudaStream_t s);
 void attention_decode_set_smem_limits();  // dynamic shared memory above 48 KiB (called once at start-up)
-// Merges the n_splits partial (acc, max, sum) triples into out (attention.cu; shared by both kernels).
+// Merges the n_splits partial (acc, max, sum) triples into out (attention.cu, for its CUDA-core kernel;
+// the decode kernel merges in its last block instead).
 void launch_attention_combine(const AttnLaunch& p, ActType t, cudaStream_t s);
 
 }  // namespace keel::backend::cuda
