@@ -50,7 +50,7 @@ struct Run {
 
 // One (batch, context) point for one kernel choice; rotations of the slot lists cycle through the pool.
 Run time_point(int bs, int ctx, bool decode_kernel, bool shuffled, int n_sm, void* k, void* v, int64_t pool_slots,
-               const std::vector<int32_t>& perm, void* q, void* out, float* partials) {
+               const std::vector<int32_t>& perm, void* q, void* out, float* partials, unsigned* counters) {
   const int64_t per_launch = static_cast<int64_t>(bs) * ctx;
   const int n_rot = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(64, pool_slots / per_launch)));
   std::vector<std::vector<int32_t>> ctx_host(static_cast<size_t>(n_rot) * bs);
@@ -92,7 +92,7 @@ Run time_point(int bs, int ctx, bool decode_kernel, bool shuffled, int n_sm, voi
                .head_dim = kHd, .scale = 0.0883883f, .n_splits = plan.grid_splits, .split_len = plan.split_len,
                .split_len_dev = nullptr, .partial_acc = partials,
                .partial_ml = partials + static_cast<size_t>(plan.grid_splits) * bs * kHeads * kHd,
-               .tensor_cores = false, .decode = plan.decode};
+               .split_counters = counters, .tensor_cores = false, .decode = plan.decode};
   cudaEvent_t e0, e1;
   check(cudaEventCreate(&e0), "event");
   check(cudaEventCreate(&e1), "event");
@@ -143,6 +143,9 @@ int main(int argc, char** argv) {
   check(cudaMalloc(&out, 256 * kHeads * kHd * 2), "out");
   const size_t partial_floats = static_cast<size_t>(64) * prop.multiProcessorCount * (kHd + 2);
   check(cudaMalloc(&partials, partial_floats * sizeof(float)), "partials");
+  unsigned* counters = nullptr;  // the decode kernel's split counters: zeros, reset by the kernel itself
+  check(cudaMalloc(&counters, sizeof(unsigned) * 64 * prop.multiProcessorCount), "counters");
+  check(cudaMemset(counters, 0, sizeof(unsigned) * 64 * prop.multiProcessorCount), "zero counters");
   std::vector<int32_t> perm;
   if (shuffled) {
     perm.resize(static_cast<size_t>(pool_slots));
@@ -156,8 +159,10 @@ int main(int argc, char** argv) {
   std::printf("%5s %6s | %26s | %26s | %s\n", "batch", "ctx", "decode kernel", "CUDA-core kernel (before)", "speed-up");
   for (const int bs : {1, 64, 256}) {
     for (const int ctx : {1024, 4096, 32768}) {
-      const Run a = time_point(bs, ctx, true, shuffled, prop.multiProcessorCount, k, v, pool_slots, perm, q, out, partials);
-      const Run b = time_point(bs, ctx, false, shuffled, prop.multiProcessorCount, k, v, pool_slots, perm, q, out, partials);
+      const Run a = time_point(bs, ctx, true, shuffled, prop.multiProcessorCount, k, v, pool_slots, perm, q, out,
+                                 partials, counters);
+      const Run b = time_point(bs, ctx, false, shuffled, prop.multiProcessorCount, k, v, pool_slots, perm, q, out,
+                                 partials, counters);
       std::printf("%5d %6d | %8.3f ms %6.0f GB/s %3.0f%% | %8.3f ms %6.0f GB/s %3.0f%% | %.2fx\n", bs, ctx, a.ms, a.gbps,
                   100 * a.gbps * 1e9 / kCopyBytesPerS, b.ms, b.gbps, 100 * b.gbps * 1e9 / kCopyBytesPerS, b.ms / a.ms);
     }

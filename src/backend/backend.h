@@ -158,6 +158,15 @@ class Backend {
   // at rows slots[n].
   virtual void write_kv(const Tensor& k, const Tensor& v, std::span<const int32_t> slots,
                         Tensor& k_cache, Tensor& v_cache) = 0;
+  // RoPE of q [n, n_heads, head_dim] and k [n, n_kv_heads, head_dim] in place, then k (roped) and v
+  // into the KV pool at rows slots[n]: rope(q), rope(k) and write_kv as one op (cuda: one launch).
+  // The default (the CPU backend's, the reference) runs the three ops.
+  virtual void rope_write_kv(Tensor& q, Tensor& k, const Tensor& v, std::span<const int32_t> positions,
+                             std::span<const int32_t> slots, const RopeParams& p, Tensor& k_cache, Tensor& v_cache) {
+    rope(q, positions, p);
+    rope(k, positions, p);
+    write_kv(k, v, slots, k_cache, v_cache);
+  }
   // q [n, n_heads, head_dim] attends over the KV pool per AttentionParams; GQA when
   // n_heads > n_kv_heads. out [n, n_heads, head_dim].
   virtual void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,

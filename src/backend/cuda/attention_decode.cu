@@ -11,7 +11,10 @@
 //   works in the log2 domain (q pre-scaled by scale * log2 e, exp2f) once per batch; acc += p * v in
 //   f32 on CUDA cores (why not tensor cores: docs/cuda_backend.md);
 // - the 4 warps' (m, l, acc) merge through shared memory; with several splits the block writes a
-//   partial (acc, max in natural-log units, sum) and launch_attention_combine merges them.
+//   partial (acc, max in natural-log units, sum), and the item's last block to finish (a device
+//   counter per item) merges them, as combine_kernel (attention.cu) would: no second launch. Splits
+//   past the sequence's context (a graph step's fixed grid) exit at once and are not merged (they
+//   would add exact zeros), so graph and eager steps stay bitwise equal.
 #include <cfloat>
 #include <cmath>
 #include <utility>
@@ -19,6 +22,7 @@
 #include "backend/cuda/attention_decode.h"
 #include "backend/cuda/dtype_util.cuh"
 #include "backend/cuda/launch_check.h"
+#include "backend/cuda/pdl.cuh"
 
 namespace keel::backend::cuda {
 namespace {
@@ -26,6 +30,7 @@ namespace {
 constexpr int kWarps = 4;
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
+constexpr int kMaxMergeSplits = kAttnDecodeMaxSplits;  // the merge's weights live in the ring
 
 template <int HD, int G>
 struct DecodeCfg {
@@ -36,7 +41,8 @@ struct DecodeCfg {
   static constexpr int kStages = 3;                        // batches in flight per warp (cp.async ring)
   // Per warp: kStages x (K and V) x kUnroll x 32 lanes x 16 bytes; reused for the warps' merge.
   static constexpr size_t kSmem = static_cast<size_t>(kWarps) * kStages * 2 * kUnroll * 32 * sizeof(uint4);
-  static_assert(kSmem >= sizeof(float) * kWarps * G * HD, "the merge reuses the ring");
+  static_assert(kSmem >= sizeof(float) * kWarps * G * HD, "the warps' merge reuses the ring");
+  static_assert(kSmem >= sizeof(float) * 2 * G * kMaxMergeSplits, "the splits' merge reuses the ring");
 };
 
 __device__ __forceinline__ void bf16x8(const uint4& raw, float* f) {
@@ -59,20 +65,88 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
+// The item's n_real partials -> out rows [row0, row0 + G), by the block that finishes last. Every
+// thread's partial stores are fenced before thread 0 counts the block; the last block sets the counter
+// back to 0 (ready for the next launch or graph replay) and reads the partials past L1 (__ldcg). Then
+// warp g % 4 finds head g's max over the splits (lanes read splits in parallel) and puts each split's
+// weight exp(m - max) (natural-log units, as combine_kernel) into shared memory (the ring, unused by
+// now; kMaxMergeSplits per head), lane 0 sums l x weight in split order; every thread sums acc x weight
+// for its outputs in split order, with the loads of 4 splits in flight at a time.
+template <int HD, int G>
+__device__ __forceinline__ void merge_if_last(const AttnLaunch& p, int n_real, int64_t row0, float* f_s) {
+  __shared__ bool last;
+  __shared__ float inv_s[G];
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const unsigned done = atomicAdd(&p.split_counters[blockIdx.x], 1u);
+    last = done == static_cast<unsigned>(n_real - 1);
+    if (last) p.split_counters[blockIdx.x] = 0;
+  }
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  const int64_t n_rows_total = p.n_tokens * p.n_heads;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  for (int g = warp; g < G; g += kWarps) {
+    const int64_t row = row0 + g;
+    float mx = -FLT_MAX;
+    for (int sp = lane; sp < n_real; sp += 32) {
+      const float m = __ldcg(&p.partial_ml[2 * (sp * n_rows_total + row)]);
+      f_s[g * kMaxMergeSplits + sp] = m;
+      mx = fmaxf(mx, m);
+    }
+    for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    for (int sp = lane; sp < n_real; sp += 32) {
+      const float f = expf(f_s[g * kMaxMergeSplits + sp] - mx);
+      f_s[g * kMaxMergeSplits + sp] = f;
+      f_s[(G + g) * kMaxMergeSplits + sp] = __ldcg(&p.partial_ml[2 * (sp * n_rows_total + row) + 1]) * f;
+    }
+    __syncwarp();
+    if (lane == 0) {
+      float l_sum = 0.0f;
+      for (int sp = 0; sp < n_real; ++sp) l_sum += f_s[(G + g) * kMaxMergeSplits + sp];
+      inv_s[g] = l_sum > 0.0f ? 1.0f / l_sum : 0.0f;
+    }
+  }
+  __syncthreads();
+  for (int idx = threadIdx.x; idx < G * HD; idx += blockDim.x) {
+    const int g = idx / HD, d = idx % HD;
+    const int64_t row = row0 + g;
+    const float* f = f_s + g * kMaxMergeSplits;
+    float o = 0.0f;
+    int sp = 0;
+    for (; sp + 4 <= n_real; sp += 4) {
+      float a[4];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) a[u] = __ldcg(&p.partial_acc[((sp + u) * n_rows_total + row) * HD + d]);
+#pragma unroll
+      for (int u = 0; u < 4; ++u) o += a[u] * f[sp + u];
+    }
+    for (; sp < n_real; ++sp) o += __ldcg(&p.partial_acc[(sp * n_rows_total + row) * HD + d]) * f[sp];
+    store_f(static_cast<__nv_bfloat16*>(p.out), row * HD + d, o * inv_s[g]);
+  }
+}
+
 template <int HD, int G>
 __global__ void __launch_bounds__(kWarps * 32, attention_decode_blocks_per_sm(G)) attention_decode_kernel(AttnLaunch p) {
   using C = DecodeCfg<HD, G>;
   constexpr int L = C::kLanesPerKey, KS = C::kKeysPerStep, U = C::kUnroll, B = C::kBatchKeys, S = C::kStages;
   extern __shared__ uint4 ring[];
   __shared__ float m_s[kWarps][G], l_s[kWarps][G];
+  pdl_trigger();
+  pdl_wait();  // q and this step's K/V rows come from the kernels before
 
   const AttnItem it = p.items[blockIdx.x];
   const AttnSeqDev sq = p.seqs[it.seq];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int sub = lane / L, dl = lane % L;
   const int split_len = p.split_len_dev != nullptr ? *p.split_len_dev : p.split_len;
+  // Splits holding keys (the plan keeps them within the grid; the min keeps the counters sound anyway).
+  const int n_real = min(static_cast<int>(gridDim.y), max(1, (sq.n_ctx + split_len - 1) / split_len));
+  if (static_cast<int>(blockIdx.y) >= n_real) return;
   const int key_begin = blockIdx.y * split_len;
-  const int key_end = min(sq.n_ctx, key_begin + split_len);  // empty for splits past the context
+  const int key_end = min(sq.n_ctx, key_begin + split_len);
   const int64_t token = sq.q_begin;
   const int head0 = it.kv_head * G;
 
@@ -214,7 +288,7 @@ __global__ void __launch_bounds__(kWarps * 32, attention_decode_blocks_per_sm(G)
       }
     }
     const int64_t row = token * p.n_heads + head0 + g;
-    if (p.n_splits == 1) {
+    if (n_real == 1) {
       // o * (1 / sum) as in the merge, so a graph step (more, empty, splits) matches an eager one bitwise.
       const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
       store_f(static_cast<__nv_bfloat16*>(p.out), row * HD + d, o * inv);
@@ -227,12 +301,14 @@ __global__ void __launch_bounds__(kWarps * 32, attention_decode_blocks_per_sm(G)
       }
     }
   }
+  // (merge_if_last synchronizes the block before it reuses the ring.)
+  if (n_real > 1) merge_if_last<HD, G>(p, n_real, token * p.n_heads + head0, reinterpret_cast<float*>(ring));
 }
 
 template <int HD, int G>
 void launch_hd_group(const AttnLaunch& p, cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>(p.n_items), static_cast<unsigned>(p.n_splits));
-  attention_decode_kernel<HD, G><<<grid, kWarps * 32, DecodeCfg<HD, G>::kSmem, s>>>(p);
+  launch_pdl(attention_decode_kernel<HD, G>, grid, dim3(kWarps * 32), DecodeCfg<HD, G>::kSmem, s, p);
   KEEL_CUDA_LAUNCHED();
 }
 
@@ -271,7 +347,6 @@ void launch_attention_decode(const AttnLaunch& p, cudaStream_t s) {
   } else {
     launch_hd<128>(p, s);
   }
-  if (p.n_splits > 1) launch_attention_combine(p, ActType::kBF16, s);
 }
 
 }  // namespace keel::backend::cuda

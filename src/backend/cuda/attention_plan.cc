@@ -27,10 +27,11 @@ bool decode_enabled() {
 
 // Decode items: one per (sequence with a new token, kv head), the whole group each. Splits: the count
 // up to max_splits whose blocks fill whole waves best (resident blocks per SM x SMs), with
-// splits x items x group <= 64 x SMs (the merge scratch's bound, cuda_ops.cc) and each split at least
-// kAttnDecodeSplitKeys keys. fixed_grid: the grid takes the count found without the key limit (the
-// items alone), the split length stays the one with it, so a graph step computes what an eager step
-// does (the extra splits are empty and add zeros in the merge).
+// splits x items x group <= 64 x SMs (the merge scratch's bound, cuda_ops.cc), splits <=
+// kAttnDecodeMaxSplits (the in-kernel merge's) and each split at least kAttnDecodeSplitKeys keys.
+// fixed_grid: the grid takes the count found without the key limit (the items alone), the split
+// length stays the one with it, so a graph step computes what an eager step
+// does (the extra splits are empty: they exit at once and are not merged).
 void plan_decode(const AttentionParams& p, int n_kv, int group, int n_sm, bool fixed_grid, AttentionPlan& plan) {
   int max_keys = 0;
   for (size_t s = 0; s < p.seqs.size(); ++s) {
@@ -42,7 +43,8 @@ void plan_decode(const AttentionParams& p, int n_kv, int group, int n_sm, bool f
   plan.decode = true;
   const auto n_items = static_cast<int64_t>(plan.items.size());
   const auto wave = static_cast<double>(attention_decode_blocks_per_sm(group)) * n_sm;
-  const int64_t by_scratch = n_items > 0 ? std::max<int64_t>(1, 64LL * n_sm / (n_items * group)) : 1;
+  const int64_t by_scratch = std::min<int64_t>(
+      kAttnDecodeMaxSplits, n_items > 0 ? std::max<int64_t>(1, 64LL * n_sm / (n_items * group)) : 1);
   // The first count of [1, max_splits] with the best wave fill: the search over a shorter range never
   // ends above the one over a longer range.
   auto best_splits = [&](int64_t max_splits) {

@@ -187,6 +187,39 @@ void CudaBackend::write_kv(const Tensor& k, const Tensor& v, std::span<const int
                   stream_);
 }
 
+void CudaBackend::rope_write_kv(Tensor& q, Tensor& k, const Tensor& v, std::span<const int32_t> positions,
+                                std::span<const int32_t> slots, const RopeParams& p, Tensor& k_cache, Tensor& v_cache) {
+  ScopedOp prof(*prof_, "rope_write_kv");
+  KEEL_CHECK(q.shape.rank == 3 && k.shape.rank == 3 && v.shape == k.shape && q.shape[0] == k.shape[0] &&
+                 q.shape[2] == k.shape[2] && q.dtype == k.dtype && v.dtype == k.dtype,
+             "rope_write_kv: q {} k {} v {} must be [n, heads, head_dim] of one dtype", q.shape.to_string(),
+             k.shape.to_string(), v.shape.to_string());
+  const int64_t n = q.shape[0], n_kv = k.shape[1], head_dim = q.shape[2];
+  KEEL_CHECK(static_cast<int64_t>(positions.size()) == n && static_cast<int64_t>(slots.size()) == n,
+             "rope_write_kv: {} positions and {} slots for {} tokens", positions.size(), slots.size(), n);
+  KEEL_CHECK(head_dim % 2 == 0 && p.rot_dims % 2 == 0 && p.rot_dims <= head_dim &&
+                 static_cast<int>(p.inv_freq.size()) == p.rot_dims / 2,
+             "rope_write_kv: rot_dims {} with {} frequencies for head_dim {}", p.rot_dims, p.inv_freq.size(), head_dim);
+  const int64_t w = n_kv * head_dim;
+  KEEL_CHECK(k_cache.dtype == k.dtype && v_cache.dtype == k.dtype && w > 0 && k_cache.numel() % w == 0 &&
+                 v_cache.numel() == k_cache.numel(),
+             "rope_write_kv: caches {} {} for rows of {} {}", tensor::dtype_name(k_cache.dtype),
+             k_cache.shape.to_string(), w, tensor::dtype_name(k.dtype));
+  check_indices(slots, k_cache.numel() / w, "rope_write_kv", "slot");
+  staging_->begin_op(positions.size_bytes() + slots.size_bytes() + p.inv_freq.size_bytes(), 3);
+  const int32_t* pos = staging_->stage(positions);
+  const int32_t* slots_d = staging_->stage(slots);
+  const float* inv_freq = staging_->stage(p.inv_freq);
+  if (skip_launch(q.data, k.data, v.data, pos, slots_d, inv_freq, n, q.shape[1], n_kv, head_dim, p.rot_dims, p.style,
+                  p.attn_factor, k_cache.data, v_cache.data, q.dtype)) {
+    return;
+  }
+  launch_rope_write_kv(q.data, k.data, v.data, pos, slots_d, inv_freq,
+                       RopeLaunch{.n = n, .n_heads = q.shape[1], .head_dim = head_dim, .rot_dims = p.rot_dims,
+                                  .neox = p.style == RopeStyle::kNeox, .attn_factor = p.attn_factor},
+                       n_kv, k_cache.data, v_cache.data, act_type(q, "rope_write_kv"), stream_);
+}
+
 float* CudaBackend::attention_partials(size_t n_floats) {
   if (n_floats > partials_floats_) {
     KEEL_CUDA_CHECK(cudaStreamSynchronize(stream_));  // the old scratch may still be in use
@@ -194,6 +227,15 @@ float* CudaBackend::attention_partials(size_t n_floats) {
     partials_ = pool_->allocate(partials_floats_ * sizeof(float));
   }
   return static_cast<float*>(partials_.get());
+}
+
+unsigned* CudaBackend::split_counters() {
+  if (split_counters_ == nullptr) {
+    const size_t bytes = sizeof(unsigned) * kSplitCounters * static_cast<size_t>(n_sm_);
+    split_counters_ = pool_->allocate(bytes);
+    KEEL_CUDA_CHECK(cudaMemsetAsync(split_counters_.get(), 0, bytes, stream_));
+  }
+  return static_cast<unsigned*>(split_counters_.get());
 }
 
 void CudaBackend::attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const AttentionParams& p,
@@ -247,8 +289,8 @@ void CudaBackend::attention(const Tensor& q, const Tensor& k_cache, const Tensor
                .n_kv = static_cast<int>(n_kv), .head_dim = static_cast<int>(hd), .scale = p.scale,
                .n_splits = plan.grid_splits, .split_len = plan.split_len,
                .split_len_dev = graph_plan_ ? staging_->stage(std::span<const int32_t>(&plan_.split_len, 1)) : nullptr,
-               .partial_acc = nullptr, .partial_ml = nullptr, .tensor_cores = plan.tensor_cores,
-               .decode = plan.decode};
+               .partial_acc = nullptr, .partial_ml = nullptr, .split_counters = nullptr,
+               .tensor_cores = plan.tensor_cores, .decode = plan.decode};
   if (plan.grid_splits > 1) {
     const size_t rows = static_cast<size_t>(plan.grid_splits) * static_cast<size_t>(n * n_heads);
     // Keys are split only while items < 2 x SMs, so rows = splits x (query rows) < 64 x SMs (each item
@@ -259,10 +301,15 @@ void CudaBackend::attention(const Tensor& q, const Tensor& k_cache, const Tensor
     float* scratch = attention_partials(std::max(rows, bound) * (static_cast<size_t>(hd) + 2));
     l.partial_acc = scratch;
     l.partial_ml = scratch + rows * static_cast<size_t>(hd);
+    if (plan.decode) {  // its last split's block merges; splits > 1 only when items x group <= 64 x SMs
+      KEEL_CHECK(l.n_items <= kSplitCounters * n_sm_, "attention: {} split items", l.n_items);
+      l.split_counters = split_counters();
+    }
   }
   const ActType at = act_type(q, "attention");
   if (skip_launch(l.q, l.k_cache, l.v_cache, l.out, l.items, l.seqs, l.n_items, l.n_tokens, l.n_heads, l.n_kv,
-                  l.head_dim, l.scale, l.n_splits, l.split_len_dev, l.partial_acc, l.partial_ml, l.tensor_cores, l.decode, at)) {
+                  l.head_dim, l.scale, l.n_splits, l.split_len_dev, l.partial_acc, l.partial_ml, l.split_counters,
+                  l.tensor_cores, l.decode, at)) {
     return;
   }
   launch_attention(l, at, stream_);

@@ -46,6 +46,8 @@ class CudaBackend final : public Backend {
   void rope(Tensor& x, std::span<const int32_t> positions, const RopeParams& p) override;
   void write_kv(const Tensor& k, const Tensor& v, std::span<const int32_t> slots, Tensor& k_cache,
                 Tensor& v_cache) override;
+  void rope_write_kv(Tensor& q, Tensor& k, const Tensor& v, std::span<const int32_t> positions,
+                     std::span<const int32_t> slots, const RopeParams& p, Tensor& k_cache, Tensor& v_cache) override;
   void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const AttentionParams& p,
                  Tensor& out) override;
   void silu_mul(const Tensor& gate, const Tensor& up, Tensor& out) override;
@@ -74,6 +76,8 @@ class CudaBackend final : public Backend {
   void replay_or_capture(int64_t key, const std::function<void()>& issue);
   static constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
   float* attention_partials(size_t n_floats);
+  unsigned* split_counters();  // [kSplitCounters x SMs] zeros (the decode kernel resets what it counts)
+  static constexpr int kSplitCounters = 64;
   void grow_sample_tokens(size_t n_rows);  // sample_ops.cc
 
   int device_;
@@ -89,6 +93,7 @@ class CudaBackend final : public Backend {
   std::vector<AttnSeqDev> plan_seqs_;  // [n_seqs]
   std::shared_ptr<void> partials_;  // split-KV scratch, grown on demand
   size_t partials_floats_ = 0;
+  std::shared_ptr<void> split_counters_;  // allocated once, zeroed once
   GraphMode mode_ = GraphMode::kEager;
   bool graph_plan_ = false;  // inside a graph step: attention grid fixed per key, split length on the device
   std::vector<uint64_t> sig_;

@@ -2,6 +2,7 @@
 // one thread per element (per 4 bytes for row copies).
 #include "backend/cuda/dtype_util.cuh"
 #include "backend/cuda/launch_check.h"
+#include "backend/cuda/pdl.cuh"
 
 namespace keel::backend::cuda {
 namespace {
@@ -10,6 +11,8 @@ constexpr int kThreads = 256;
 
 template <typename T>
 __global__ void silu_mul_kernel(const T* gate, const T* up, T* out, int64_t n) {
+  pdl_trigger();
+  pdl_wait();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
   const float g = load_f(gate, i);
@@ -40,6 +43,8 @@ __global__ void write_kv_kernel(const T* k, const T* v, const int32_t* slots, in
 // Rows of `row_units` units of U (4 or 1 bytes).
 template <typename U>
 __global__ void gather_rows_kernel(const U* x, const int32_t* rows, int64_t row_units, U* out) {
+  pdl_trigger();
+  pdl_wait();
   const int64_t r = blockIdx.y;
   const U* src = x + static_cast<int64_t>(rows[r]) * row_units;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < row_units;
@@ -54,8 +59,8 @@ void launch_silu_mul(const void* gate, const void* up, void* out, int64_t n, Act
   if (n == 0) return;
   dispatch_act(t, [&](auto tag) {
     using T = decltype(tag);
-    silu_mul_kernel<T><<<grid_1d(n, kThreads), kThreads, 0, s>>>(static_cast<const T*>(gate),
-                                                                   static_cast<const T*>(up), static_cast<T*>(out), n);
+    launch_pdl(silu_mul_kernel<T>, dim3(grid_1d(n, kThreads)), dim3(kThreads), 0, s, static_cast<const T*>(gate),
+               static_cast<const T*>(up), static_cast<T*>(out), n);
   });
   KEEL_CUDA_LAUNCHED();
 }
@@ -98,11 +103,11 @@ void launch_gather_rows(const void* x, const int32_t* rows, int64_t r, int64_t r
   const int64_t units = words ? row_bytes / 4 : row_bytes;
   const dim3 grid(static_cast<unsigned>(std::min<int64_t>(grid_1d(units, kThreads), 64)), static_cast<unsigned>(r));
   if (words) {
-    gather_rows_kernel<uint32_t><<<grid, kThreads, 0, s>>>(static_cast<const uint32_t*>(x), rows, units,
-                                                            static_cast<uint32_t*>(out));
+    launch_pdl(gather_rows_kernel<uint32_t>, grid, dim3(kThreads), 0, s, static_cast<const uint32_t*>(x), rows, units,
+               static_cast<uint32_t*>(out));
   } else {
-    gather_rows_kernel<uint8_t><<<grid, kThreads, 0, s>>>(static_cast<const uint8_t*>(x), rows, units,
-                                                           static_cast<uint8_t*>(out));
+    launch_pdl(gather_rows_kernel<uint8_t>, grid, dim3(kThreads), 0, s, static_cast<const uint8_t*>(x), rows, units,
+               static_cast<uint8_t*>(out));
   }
   KEEL_CUDA_LAUNCHED();
 }

@@ -2,6 +2,7 @@
 // scheduling a row's id may come from the previous step's sampled tokens, still on the device.
 #include "backend/cuda/dtype_util.cuh"
 #include "backend/cuda/launch_check.h"
+#include "backend/cuda/pdl.cuh"
 
 namespace keel::backend::cuda {
 namespace {
@@ -9,6 +10,8 @@ namespace {
 template <typename T>
 __global__ void embed_kernel(const __nv_bfloat16* table, const int32_t* ids, const int32_t* from,
                              const int32_t* sampled, int64_t d, T* out) {
+  pdl_trigger();
+  pdl_wait();  // ids may come from the previous step's sampling kernel
   const int64_t row = blockIdx.x;
   const int32_t k = from != nullptr ? from[row] : -1;
   const int32_t id = k >= 0 ? sampled[k] : ids[row];
@@ -23,8 +26,8 @@ void launch_embed(const void* table, const int32_t* ids, const int32_t* from, co
   if (n == 0) return;
   dispatch_act(t, [&](auto tag) {
     using T = decltype(tag);
-    embed_kernel<T><<<static_cast<unsigned>(n), 256, 0, s>>>(static_cast<const __nv_bfloat16*>(table), ids, from,
-                                                              sampled, d, static_cast<T*>(out));
+    launch_pdl(embed_kernel<T>, dim3(static_cast<unsigned>(n)), dim3(256), 0, s,
+               static_cast<const __nv_bfloat16*>(table), ids, from, sampled, d, static_cast<T*>(out));
   });
   KEEL_CUDA_LAUNCHED();
 }

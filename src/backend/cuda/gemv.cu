@@ -5,6 +5,7 @@
 // kernels for n = 1 that read the weights at about half the bandwidth, hence this path.
 #include "backend/cuda/dtype_util.cuh"
 #include "backend/cuda/launch_check.h"
+#include "backend/cuda/pdl.cuh"
 
 namespace keel::backend::cuda {
 namespace {
@@ -52,23 +53,34 @@ __device__ __forceinline__ SegRow seg_row(const GemvGroup& g, int64_t row) {
 template <typename T, int kMaxN>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32) gemv_kernel(const __nv_bfloat16* x, GemvGroup g, int n,
                                                                     int64_t k) {
+  pdl_trigger();
   const int lane = threadIdx.x % 32;
   const int64_t grow = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
-  if (grow >= g.m_total) return;
-  const SegRow sr = seg_row(g, grow);
+  const bool active = grow < g.m_total;
+  const SegRow sr = seg_row(g, active ? grow : 0);
   const int64_t row = sr.row, m = sr.m;
   const int64_t k8 = k / 8;  // 16-byte vectors per row
   const uint4* wr = reinterpret_cast<const uint4*>(sr.w + row * k);
   const uint4* xr = reinterpret_cast<const uint4*>(x);
+  constexpr int kUnroll = 8;
+  int64_t i = lane;
+  // The first batch of weights (no kernel's output) is requested before pdl_wait: under PDL it
+  // streams while the kernel before (the one writing x) ends.
+  uint4 wv[kUnroll];
+  if (active && i + 32 * (kUnroll - 1) < k8) {
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) wv[u] = __ldcs(wr + i + 32 * u);  // streamed once: evict first
+  }
+  pdl_wait();  // x comes from the kernel before
+  if (!active) return;
   float acc[kMaxN];
 #pragma unroll
   for (int t = 0; t < kMaxN; ++t) acc[t] = 0.0f;
-  constexpr int kUnroll = 8;
-  int64_t i = lane;
   for (; i + 32 * (kUnroll - 1) < k8; i += 32 * kUnroll) {
-    uint4 wv[kUnroll];
+    if (i != lane) {
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) wv[u] = __ldcs(wr + i + 32 * u);  // streamed once: evict first
+      for (int u = 0; u < kUnroll; ++u) wv[u] = __ldcs(wr + i + 32 * u);
+    }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
 #pragma unroll
@@ -95,7 +107,8 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) gemv_kernel(const __nv_bf
 template <typename T, int kMaxN>
 void launch_n(const void* x, const GemvGroup& g, int n, int64_t k, cudaStream_t s) {
   const auto blocks = static_cast<unsigned>((g.m_total + kWarpsPerBlock - 1) / kWarpsPerBlock);
-  gemv_kernel<T, kMaxN><<<blocks, kWarpsPerBlock * 32, 0, s>>>(static_cast<const __nv_bfloat16*>(x), g, n, k);
+  launch_pdl(gemv_kernel<T, kMaxN>, dim3(blocks), dim3(kWarpsPerBlock * 32), 0, s,
+             static_cast<const __nv_bfloat16*>(x), g, n, k);
 }
 
 }  // namespace

@@ -27,6 +27,11 @@ struct RopeLaunch {
 };
 void launch_rope(void* x, const int32_t* positions, const float* inv_freq, const RopeLaunch& p, ActType t,
                  cudaStream_t s);
+// rope on q [n, p.n_heads, head_dim] and k [n, n_kv, head_dim] in place, then k_cache, v_cache
+// [n_slots, n_kv, head_dim] rows slots [n] = k, v (head_dim even): rope + rope + write_kv in one launch.
+void launch_rope_write_kv(void* q, void* k, const void* v, const int32_t* positions, const int32_t* slots,
+                          const float* inv_freq, const RopeLaunch& p, int64_t n_kv, void* k_cache, void* v_cache,
+                          ActType t, cudaStream_t s);
 // k_cache, v_cache [n_slots, w] rows slots [n] = k, v [n, w].
 void launch_write_kv(const void* k, const void* v, const int32_t* slots, int64_t n, int64_t w, void* k_cache,
                      void* v_cache, ActType t, cudaStream_t s);
@@ -83,6 +88,9 @@ struct AttnLaunch {
   const int32_t* split_len_dev;  // when not null, split_len is read here (graph steps: it changes per step)
   float* partial_acc;  // [n_splits, n_tokens * n_heads, head_dim] when n_splits > 1
   float* partial_ml;   // [n_splits, n_tokens * n_heads, 2] running max and sum
+  // Decode kernel with n_splits > 1: [n_items] zeros; each item's splits count their finished blocks
+  // here and the last one merges the partials (and sets its counter back to 0).
+  unsigned* split_counters;
   bool tensor_cores;   // items planned for the tensor-core prefill kernel (attention_tc.h)
   bool decode;         // items planned for the decode kernel (attention_decode.h)
 };

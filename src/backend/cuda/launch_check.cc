@@ -1,5 +1,8 @@
 #include "backend/cuda/launch_check.h"
 
+#include <cstdlib>
+#include <cstring>
+
 #include "backend/cuda/cuda_check.h"
 
 namespace keel::backend::cuda {
@@ -7,6 +10,14 @@ namespace keel::backend::cuda {
 void cuda_check_launch(const char* file, int line) {
   const cudaError_t err = cudaGetLastError();
   KEEL_CHECK(err == cudaSuccess, "kernel launch at {}:{}: {}", file, line, cudaGetErrorString(err));
+}
+
+bool pdl_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("KEEL_CUDA_PDL");
+    return v != nullptr && std::strcmp(v, "1") == 0;
+  }();
+  return on;
 }
 
 }  // namespace keel::backend::cuda

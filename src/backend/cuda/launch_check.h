@@ -5,6 +5,9 @@
 namespace keel::backend::cuda {
 
 void cuda_check_launch(const char* file, int line);
+// Whether kernels launch with programmatic dependent launch (pdl.cuh): KEEL_CUDA_PDL=1 (default off:
+// no gain measured on the 8B decode step, docs/cuda_backend.md), read once.
+bool pdl_enabled();
 
 }  // namespace keel::backend::cuda
 

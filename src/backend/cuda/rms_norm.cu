@@ -2,6 +2,7 @@
 // in f32 over the (rounded) residual that is stored, so out is the norm of what residual holds.
 #include "backend/cuda/dtype_util.cuh"
 #include "backend/cuda/launch_check.h"
+#include "backend/cuda/pdl.cuh"
 
 namespace keel::backend::cuda {
 namespace {
@@ -20,6 +21,8 @@ __device__ float block_sum(float v) {
 
 template <typename T>
 __global__ void rms_norm_kernel(T* residual, const T* x, const float* w, float eps, int64_t d, T* out) {
+  pdl_trigger();
+  pdl_wait();
   const int64_t base = static_cast<int64_t>(blockIdx.x) * d;
   float ss = 0.0f;
   for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
@@ -48,6 +51,8 @@ __device__ __forceinline__ float round_as(float v, const __nv_bfloat16*) {
 
 template <typename T>
 __global__ void rms_norm_regs_kernel(T* residual, const T* x, const float* w, float eps, int64_t d, T* out) {
+  pdl_trigger();
+  pdl_wait();
   const int64_t base = static_cast<int64_t>(blockIdx.x) * d;
   float r[kRegsPerThread], xv[kRegsPerThread], wv[kRegsPerThread];
 #pragma unroll
@@ -85,9 +90,8 @@ void launch_rms_norm(void* residual, const void* x, const float* w, float eps, i
   dispatch_act(t, [&](auto tag) {
     using T = decltype(tag);
     const auto kernel = d <= static_cast<int64_t>(kRegsPerThread) * threads ? rms_norm_regs_kernel<T> : rms_norm_kernel<T>;
-    kernel<<<static_cast<unsigned>(n), threads, 0, s>>>(static_cast<T*>(residual),
-                                                                     static_cast<const T*>(x), w, eps, d,
-                                                                     static_cast<T*>(out));
+    launch_pdl(kernel, dim3(static_cast<unsigned>(n)), dim3(threads), 0, s, static_cast<T*>(residual),
+               static_cast<const T*>(x), w, eps, d, static_cast<T*>(out));
   });
   KEEL_CUDA_LAUNCHED();
 }

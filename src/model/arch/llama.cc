@@ -195,12 +195,11 @@ void LlamaModel::run_attention(int l, const Batch& b, std::span<const backend::A
                                .rot_dims = static_cast<int>(c.head_dim),
                                .inv_freq = rope_.inv_freq,
                                .attn_factor = rope_.attn_factor};
-  be.rope(q3, b.positions, rp);
-  be.rope(k3, b.positions, rp);
+  be.rope_write_kv(q3, k3, v3, b.positions, b.slots, rp, kv.k[static_cast<size_t>(l)].tensor(),
+                   kv.v[static_cast<size_t>(l)].tensor());
   dump("Qcur", l, q3);
   dump("Kcur", l, k3);
   dump("Vcur", l, v3);
-  be.write_kv(k3, v3, b.slots, kv.k[static_cast<size_t>(l)].tensor(), kv.v[static_cast<size_t>(l)].tensor());
   Tensor o3 = act(s_.attn, n).reshaped(make_shape({n, c.n_heads, c.head_dim}));
   const backend::AttentionParams ap{.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim)), .seqs = seqs};
   be.attention(q3, kv.k[static_cast<size_t>(l)].tensor(), kv.v[static_cast<size_t>(l)].tensor(), ap, o3);

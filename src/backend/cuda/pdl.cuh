@@ -1,0 +1,41 @@
+// Programmatic dependent launch (Hopper): a kernel launched with launch_pdl may start while the kernel
+// before it on the stream is still running (in a captured graph too: a programmatic edge). Its blocks
+// call pdl_trigger() first (its own dependents may launch once all its blocks run) and pdl_wait()
+// before they read or write anything an earlier kernel touches: pdl_wait() returns once the preceding
+// kernel has completed and its writes are visible, and since that kernel waited for its own
+// predecessor, every earlier kernel is complete too. Before pdl_wait() a kernel may only read data no
+// kernel of the step writes (weights: the GEMV requests its first weight lines there, so the weight
+// stream starts during the previous kernel's tail). Both are no-ops in a kernel launched without the
+// attribute. Off unless KEEL_CUDA_PDL=1: on the 8B batch-1 decode step it measured no gain
+// (docs/cuda_backend.md), though back-to-back GEMVs gain 7-9%.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <utility>
+
+#include "backend/cuda/launch_check.h"
+
+namespace keel::backend::cuda {
+
+__device__ __forceinline__ void pdl_wait() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
+__device__ __forceinline__ void pdl_trigger() { asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory"); }
+
+// kernel<<<grid, block, smem, s>>>(args...) with the programmatic-serialization attribute when enabled.
+// The launch error is left for KEEL_CUDA_LAUNCHED().
+template <typename... P, typename... A>
+void launch_pdl(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t s, A&&... args) {
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = s;
+  cfg.attrs = attr;
+  cfg.numAttrs = pdl_enabled() ? 1 : 0;
+  (void)cudaLaunchKernelEx(&cfg, kernel, std::forward<A>(args)...);
+}
+
+}  // namespace keel::backend::cuda
