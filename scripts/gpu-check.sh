@@ -95,6 +95,15 @@ if want bench; then
   note "gemv bench" "rc=$rc"
   KEEL_CUDA_STEP_TIMES=1 "$BENCH" bench/cuda/llama3-8b 512 8 2048 256 dS 1150 >"$OUT/bench_b256.log" 2>&1; rc=$?
   note "bench llama3-8b bs 256" "rc=$rc"
+  # Small decode batches (2, 8): matmuls of 2-8 tokens through cuBLAS (the default) vs the GEMV kernel.
+  for bs in 2 8; do
+    for g in default 8; do
+      echo "== decode bs $bs, KEEL_CUDA_GEMV_MAX_TOKENS=$g" >>"$OUT/bench_small.log"
+      if [[ $g == default ]]; then "$BENCH" bench/cuda/llama3-8b 512 8 2048 $bs dB >>"$OUT/bench_small.log" 2>&1
+      else KEEL_CUDA_GEMV_MAX_TOKENS=$g "$BENCH" bench/cuda/llama3-8b 512 8 2048 $bs dB >>"$OUT/bench_small.log" 2>&1; fi
+    done
+  done
+  note "bench small decode batches" "rc=$?"
 fi
 
 if want grammar; then
@@ -125,6 +134,7 @@ echo; echo "==== keel GPU check ($(head -1 "$OUT/gpu.txt"), $(date -u +%F)) ====
 [[ -f $OUT/attn_bench.log ]] && cat "$OUT/attn_bench.log"
 [[ -f $OUT/gemv_bench.log ]] && cat "$OUT/gemv_bench.log"
 [[ -f $OUT/bench_b256.log ]] && cat "$OUT/bench_b256.log"
+[[ -f $OUT/bench_small.log ]] && cat "$OUT/bench_small.log"
 [[ -f $OUT/serve_bench.log ]] && cat "$OUT/serve_bench.log"
 [[ -f $OUT/grammar_e2e.log ]] && cat "$OUT/grammar_e2e.log"
 printf '%s\n' "${SUMMARY[@]}"

@@ -101,6 +101,7 @@ class CudaBackend final : public Backend {
   std::unique_ptr<StepTimer> timer_;
   double capture_ms_total_ = 0;
   bool sampling_on_ = true;             // KEEL_CUDA_SAMPLING=0 turns device sampling off
+  int gemv_max_tokens_ = 1;             // matmuls of up to this many tokens use the GEMV kernel (cuda_backend.cc)
   bool sampled_on_device_ = false;      // the last step's tokens came from sample_rows (step timer phases)
   std::shared_ptr<void> sample_scratch_;  // processed rows, grown on demand
   size_t sample_scratch_floats_ = 0;
