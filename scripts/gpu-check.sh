@@ -69,11 +69,11 @@ if want serve; then
 fi
 
 if want smollm2; then
-  # The real SmolLM2-135M-Instruct GGUF (path in $KEEL_SMOLLM2): greedy `keel generate` cpu vs cuda --dtype
-  # f32 (the check), then vs cuda bf16 (for reference: near-ties flip there).
-  python3 tests/gpu/smollm2_cpu_vs_cuda.py "$KEEL" "${KEEL_SMOLLM2:-missing-model}" f32 >"$OUT/smollm2.log" 2>&1; rc=$?
+  # The real SmolLM2-135M-Instruct GGUF (path in $KEEL_SMOLLM2): greedy `keel generate` cpu vs cuda, both
+  # --dtype f32 (the check; also keel serve cuda f32), then cuda bf16 vs cpu f32 (for reference).
+  python3 tests/gpu/smollm2_cpu_vs_cuda.py "$KEEL" "${KEEL_SMOLLM2:-missing-model}" f32 f32 >"$OUT/smollm2.log" 2>&1; rc=$?
   note "smollm2 greedy cpu vs cuda f32" "$([[ $rc == 0 ]] && echo pass || echo FAIL) ($(grep -c '"same": true' "$OUT/smollm2.log") of 6 prompts equal)"
-  python3 tests/gpu/smollm2_cpu_vs_cuda.py "$KEEL" "${KEEL_SMOLLM2:-missing-model}" bf16 >"$OUT/smollm2_bf16.log" 2>&1
+  python3 tests/gpu/smollm2_cpu_vs_cuda.py "$KEEL" "${KEEL_SMOLLM2:-missing-model}" bf16 f32 >"$OUT/smollm2_bf16.log" 2>&1
   note "  (reference: cuda bf16)" "$(grep -c '"same": true' "$OUT/smollm2_bf16.log") of 6 prompts equal"
 fi
 

@@ -27,7 +27,7 @@ Result<std::unique_ptr<Backend>> create_backend(const std::string& name, const B
     if (opts.dtype == "bf16") {
       return make_error(ErrorCode::kInvalidArgument, "backend cpu computes in f32: dtype bf16 is for cuda only");
     }
-    return cpu::make_cpu_backend(opts.n_threads);
+    return cpu::make_cpu_backend(opts.n_threads, /*dequantize_weights=*/opts.dtype == "f32");
   }
   if (name == "cuda") {
 #if KEEL_HAVE_CUDA

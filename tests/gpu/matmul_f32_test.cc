@@ -1,9 +1,10 @@
 // The CUDA backend's f32 precision mode (BackendOptions::dtype "f32"): matmul (decode GEMV and cuBLAS
-// fp32 GEMM), matmul_group and embed against the CPU backend on the same weights, on fresh random
-// inputs with outputs poisoned with NaN first. For GGUF quantized weights the CPU backend rounds the
-// activations to 8 bits and dots integers; the f32 mode rounds them the same way, so the two agree to
-// f32 summation order (relative error <= 1e-5; without that rounding the error would be ~1e-2). F32
-// weights are also checked against a double-precision host reference (TF32 would miss 1e-5 at k = 4096).
+// fp32 GEMM), matmul_group and embed against the CPU backend with dtype f32 (quantized weights
+// dequantized to f32 at load: the same arithmetic) and against a double-precision host reference over
+// the dequantized weights, on fresh random inputs, outputs poisoned with NaN first; relative error
+// <= 1e-5 (TF32 would miss that at k = 4096). With KEEL_CUDA_F32_Q8ACT=1 the f32 mode rounds the
+// activations to 8 bits as the CPU backend's default (dtype auto) does before its integer dots: that
+// variant is checked against the default CPU backend (without the rounding the error is ~1e-2).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -22,15 +23,27 @@ namespace {
 
 using tensor::make_shape;
 
+std::unique_ptr<Backend> make_backend(const char* name, const char* dtype, bool q8act) {
+  if (q8act) setenv("KEEL_CUDA_F32_Q8ACT", "1", 1);  // read when the backend is made
+  auto r = backend::create_backend(name, {.dtype = dtype});
+  unsetenv("KEEL_CUDA_F32_Q8ACT");
+  if (!r.ok()) {
+    std::fprintf(stderr, "f32 tests: %s\n", r.status().to_string().c_str());
+    std::exit(1);
+  }
+  return std::move(r).value();
+}
+
 Backend& gpu_f32() {
-  static std::unique_ptr<Backend> b = [] {
-    auto r = backend::create_backend("cuda", {.dtype = "f32"});
-    if (!r.ok()) {
-      std::fprintf(stderr, "f32 tests need a CUDA device: %s\n", r.status().to_string().c_str());
-      std::exit(1);
-    }
-    return std::move(r).value();
-  }();
+  static std::unique_ptr<Backend> b = make_backend("cuda", "f32", false);
+  return *b;
+}
+Backend& gpu_f32_q8() {
+  static std::unique_ptr<Backend> b = make_backend("cuda", "f32", true);
+  return *b;
+}
+Backend& cpu_f32() {
+  static std::unique_ptr<Backend> b = make_backend("cpu", "f32", false);
   return *b;
 }
 
@@ -62,9 +75,8 @@ struct Outs {
   std::vector<float> gpu, cpu, ref;  // ref: double over dequantized weights and unrounded x
 };
 
-Outs run_matmul(std::mt19937_64& rng, DType wt, int64_t n, int64_t k, int64_t m, bool with_bias) {
-  Backend& gpu = gpu_f32();
-  Backend& cpu = *backends().cpu;
+Outs run_matmul(Backend& gpu, Backend& cpu, std::mt19937_64& rng, DType wt, int64_t n, int64_t k, int64_t m,
+                bool with_bias) {
   const auto x = random_floats(rng, static_cast<size_t>(n * k));
   const auto wbytes = random_weight(rng, wt, m, k);
   const tensor::TensorView view{wt, make_shape({m, k}), wbytes.data(), wbytes.size()};
@@ -94,21 +106,35 @@ Outs run_matmul(std::mt19937_64& rng, DType wt, int64_t n, int64_t k, int64_t m,
 
 TEST(F32Mode, ActivationDtype) { EXPECT_EQ(gpu_f32().activation_dtype(), DType::kF32); }
 
-TEST(F32Mode, MatmulMatchesCpuBackend) {
+constexpr DType kWeightTypes[] = {DType::kF32, DType::kQ4_1, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K};
+// n <= 8 with k % 4 == 0 runs the GEMV kernel, the rest cuBLAS (fp32).
+constexpr std::tuple<int, int, int> kShapes[] = {{1, 576, 576},   {3, 1536, 577}, {8, 4096, 1000}, {9, 576, 1536},
+                                                 {33, 4096, 515}, {130, 768, 700}, {2, 100, 50},   {5, 98, 33}};
+
+TEST(F32Mode, MatmulMatchesCpuF32AndHostReference) {
   const uint64_t seed = fresh_seed();
   std::mt19937_64 rng(seed);
-  for (DType wt : {DType::kF32, DType::kQ4_1, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K}) {
-    // n <= 8 with k % 4 == 0 runs the GEMV kernel, the rest cuBLAS (fp32).
-    for (auto [n, k, m] : {std::tuple{1, 576, 576}, {3, 1536, 577}, {8, 4096, 1000}, {9, 576, 1536}, {33, 4096, 515},
-                           {130, 768, 700}, {2, 100, 50}, {5, 98, 33}}) {
+  for (DType wt : kWeightTypes) {
+    for (auto [n, k, m] : kShapes) {
       if (k % tensor::block_size(wt) != 0) continue;  // quantized rows are whole blocks
-      const Outs o = run_matmul(rng, wt, n, k, m, /*with_bias=*/m % 2 == 1);
+      const Outs o = run_matmul(gpu_f32(), cpu_f32(), rng, wt, n, k, m, /*with_bias=*/m % 2 == 1);
       const auto what = ::testing::Message() << tensor::dtype_name(wt) << " " << n << "x" << k << "x" << m << " seed "
                                              << seed;
       EXPECT_LE(rel_err(o.gpu, o.cpu), 1e-5) << what;
-      if (wt == DType::kF32) {
-        EXPECT_LE(rel_err(o.gpu, o.ref), 1e-5) << what;
-      }
+      EXPECT_LE(rel_err(o.gpu, o.ref), 1e-5) << what;
+    }
+  }
+}
+
+TEST(F32Mode, Q8ActivationRoundingMatchesDefaultCpu) {
+  const uint64_t seed = fresh_seed();
+  std::mt19937_64 rng(seed);
+  for (DType wt : kWeightTypes) {
+    for (auto [n, k, m] : kShapes) {
+      if (k % tensor::block_size(wt) != 0) continue;
+      const Outs o = run_matmul(gpu_f32_q8(), *backends().cpu, rng, wt, n, k, m, /*with_bias=*/m % 2 == 1);
+      EXPECT_LE(rel_err(o.gpu, o.cpu), 1e-5) << tensor::dtype_name(wt) << " " << n << "x" << k << "x" << m << " seed "
+                                             << seed;
     }
   }
 }
@@ -116,7 +142,7 @@ TEST(F32Mode, MatmulMatchesCpuBackend) {
 // matmul_group (one GEMV launch for Q/K/V or gate/up): bitwise the GPU's single matmuls, and the CPU's.
 TEST(F32Mode, GroupMatchesSingleAndCpu) {
   Backend& gpu = gpu_f32();
-  Backend& cpu = *backends().cpu;
+  Backend& cpu = cpu_f32();
   const uint64_t seed = fresh_seed();
   std::mt19937_64 rng(seed);
   for (DType wt : {DType::kQ4_1, DType::kF32}) {
@@ -161,7 +187,7 @@ TEST(F32Mode, GroupMatchesSingleAndCpu) {
 // An f32 table (uploaded from Q8_0, as SmolLM2's token_embd): the rows cpu dequantizes, exactly.
 TEST(F32Mode, EmbedFromQuantizedTableIsExact) {
   Backend& gpu = gpu_f32();
-  Backend& cpu = *backends().cpu;
+  Backend& cpu = cpu_f32();
   const uint64_t seed = fresh_seed();
   std::mt19937_64 rng(seed);
   const int64_t vocab = 1000, d = 576, n = 37;

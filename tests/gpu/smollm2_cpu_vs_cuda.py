@@ -1,16 +1,17 @@
 #!/usr/bin/env python3
 """SmolLM2-135M-Instruct (the real GGUF) through `keel generate`, greedy, on cpu and on cuda.
 
-The issue's check: the same prompts through keel cuda and keel cpu give the same greedy tokens. cpu
-dequantizes nothing: it rounds each activation row to 8 bits per block of 32 and dots integers with the
-Q4_1/Q8_0 weights, in f32. cuda runs with `--dtype CUDA_DTYPE` (default f32: weights dequantized to f32,
-the same 8-bit activation rounding, fp32 GEMMs; only the order of f32 additions differs; bf16 rounds
-weights and activations to bf16, where near-ties flip). The check passes only when every prompt's
-tokens are the same; at the first differing token each report gives the top-1 minus top-2 logit margin
-of both backends there (from --stats-json), i.e. how near that step was to a tie. With f32, the raw
-prompts also go through `keel serve --device cuda --dtype f32` (decode-step graphs, device sampling):
-its greedy completions must be cpu's text.
-Usage: smollm2_cpu_vs_cuda.py KEEL_BINARY MODEL_GGUF [CUDA_DTYPE]
+The issue's check: the same prompts through keel cuda and keel cpu give the same greedy tokens. Both
+run `--dtype f32` by default: cpu dequantizes the Q4_1/Q8_0 matrices to f32 at load and dots them with
+f32 activations, cuda does the same with fp32 GEMMs/GEMVs; only the order of f32 additions differs.
+(cpu's default dtype, auto, rounds activations to 8 bits before integer dots: that rounding turns the
+smallest difference into a whole quantization step, so no other backend can follow it token for
+token; `bf16` on cuda rounds weights and activations to bf16.) The check passes only when every
+prompt's tokens are the same; at the first differing token each report gives the top-1 minus top-2
+logit margin of both backends there (from --stats-json), i.e. how near that step was to a tie. With
+f32, the raw prompts also go through `keel serve --device cuda --dtype f32` (decode-step graphs,
+device sampling): its greedy completions must be cpu's text.
+Usage: smollm2_cpu_vs_cuda.py KEEL_BINARY MODEL_GGUF [CUDA_DTYPE [CPU_DTYPE]]
 """
 import json
 import os
@@ -58,7 +59,7 @@ def serve_completions(keel, model, prompts, port=18443):
                 time.sleep(0.5)
         out = []
         for text in prompts:
-            body = {"model": "m", "prompt": text, "max_tokens": 48, "temperature": 0}
+            body = {"model": os.path.basename(model), "prompt": text, "max_tokens": 48, "temperature": 0}
             req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/completions", data=json.dumps(body).encode(),
                                          headers={"Content-Type": "application/json"})
             with urllib.request.urlopen(req, timeout=120) as r:
@@ -72,11 +73,12 @@ def serve_completions(keel, model, prompts, port=18443):
 def main():
     keel, model = sys.argv[1], sys.argv[2]
     cuda_dtype = sys.argv[3] if len(sys.argv) > 3 else "f32"
+    cpu_dtype = sys.argv[4] if len(sys.argv) > 4 else "f32"
     ok = True
     cpu_raw = {}
     for kind, text in PROMPTS:
         out = {}
-        for dev, dtype in (("cpu", "f32"), ("cuda", cuda_dtype)):
+        for dev, dtype in (("cpu", cpu_dtype), ("cuda", cuda_dtype)):
             out[dev], err = generate(keel, model, dev, dtype, kind, text)
             if err:
                 print(json.dumps({"prompt": text, "device": dev, "error": err}), flush=True)
@@ -90,13 +92,13 @@ def main():
         first = next((i for i, (x, y) in enumerate(zip(a["tokens"], b["tokens"])) if x != y),
                      min(len(a["tokens"]), len(b["tokens"])))
         ok &= same
-        rep = {"prompt": text, "cuda_dtype": cuda_dtype, "same": same, "tokens_agreeing": first,
+        rep = {"prompt": text, "cpu_dtype": cpu_dtype, "cuda_dtype": cuda_dtype, "same": same, "tokens_agreeing": first,
                "tokens": len(a["tokens"]), "cuda_decode_tok_s": round(b["decode_tok_s"], 1)}
         if not same and first < min(len(a["margins"]), len(b["margins"])):
             rep["flip_top2_margin"] = {"cpu": a["margins"][first], "cuda": b["margins"][first]}
         rep.update({"cpu": a["text"][:160], "cuda": b["text"][:160]})
         print(json.dumps(rep), flush=True)
-    if cuda_dtype == "f32" and cpu_raw:
+    if cuda_dtype == "f32" and cpu_dtype == "f32" and cpu_raw:
         try:
             served = serve_completions(keel, model, list(cpu_raw))
         except Exception as e:  # noqa: BLE001 - reported as a failed check

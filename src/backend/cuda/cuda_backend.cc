@@ -37,7 +37,7 @@ CudaBackend::CudaBackend(int device, DType act)
   const char* sampling = std::getenv("KEEL_CUDA_SAMPLING");
   sampling_on_ = sampling == nullptr || std::string_view(sampling) != "0";
   const char* q8 = std::getenv("KEEL_CUDA_F32_Q8ACT");
-  q8_act_ = act_ == DType::kF32 && (q8 == nullptr || std::string_view(q8) != "0");
+  q8_act_ = act_ == DType::kF32 && q8 != nullptr && std::string_view(q8) == "1";
   KEEL_CUDA_CHECK(cudaEventCreateWithFlags(&sampled_ev_, cudaEventDisableTiming));
   grow_sample_tokens(4096);  // a fixed address for the graphs' embed_sampled (grows only past 4096 rows)
 }

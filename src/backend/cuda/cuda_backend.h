@@ -1,7 +1,7 @@
 // CudaBackend: the Backend op set on one CUDA device, one stream. bf16 mode: bf16 activations and KV
 // cache, bf16 matrix weights, cuBLAS GEMMs with f32 accumulation. f32 mode: f32 activations and KV
-// cache, matrix weights dequantized to f32 as the cpu backend does, true fp32 GEMMs/GEMVs, and the
-// cpu's 8-bit activation rounding before matmuls with weights cpu dots that way (docs/cuda_backend.md). Made by
+// cache, matrix weights dequantized to f32 as the cpu backend's dtype f32 does, true fp32 GEMMs/GEMVs
+// (KEEL_CUDA_F32_Q8ACT=1 adds cpu dtype auto's 8-bit activation rounding; docs/cuda_backend.md). Made by
 // create_backend("cuda") when built with KEEL_CUDA; used by one thread at a time (backend.h).
 #pragma once
 

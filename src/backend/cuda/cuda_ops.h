@@ -88,11 +88,11 @@ class CudaBackend final : public Backend {
 
   int device_;
   DType act_;
-  // f32 mode: weights uploaded from a type the cpu backend dots with 8-bit activations, by device
-  // address, with that block length (weight_convert.h cpu_activation_block). Entries are dropped when
-  // alloc hands the address out again. Empty in the bf16 mode and with KEEL_CUDA_F32_Q8ACT=0.
+  // f32 mode with KEEL_CUDA_F32_Q8ACT=1: weights uploaded from a type the cpu backend (dtype auto)
+  // dots with 8-bit activations, by device address, with that block length (weight_convert.h
+  // cpu_activation_block). Entries are dropped when alloc hands the address out again.
   std::unordered_map<const void*, int> q8_blocks_;
-  bool q8_act_ = true;
+  bool q8_act_ = false;
   std::shared_ptr<void> q8x_;  // matmul_input's scratch, grown on demand
   size_t q8x_floats_ = 0;
   std::string device_name_;

@@ -1,7 +1,8 @@
 // CudaBackend::matmul and matmul_group: bf16 x and weights (the bf16 mode) or f32 x and weights (the
 // f32 mode, docs/cuda_backend.md "Precision"); the decode GEMV kernel for n <= kGemvMaxTokens, cuBLAS
-// GemmEx otherwise. In the f32 mode, x is first rounded to the cpu backend's 8-bit activation grid
-// where the weight came from a type cpu dots with quantized activations (q8_round.cu).
+// GemmEx otherwise. In the f32 mode with KEEL_CUDA_F32_Q8ACT=1, x is first rounded to the cpu
+// backend's 8-bit activation grid where the weight came from a type cpu (dtype auto) dots with
+// quantized activations (q8_round.cu).
 #include <algorithm>
 #include <cstdint>
 
