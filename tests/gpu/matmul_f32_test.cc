@@ -178,7 +178,8 @@ TEST(F32Mode, GroupMatchesSingleAndCpu) {
         const auto got = read(gpu, og[i].tensor());
         EXPECT_LE(rel_err(got, read(cpu, oc[i].tensor())), 1e-5)
             << tensor::dtype_name(wt) << " " << n << "x" << k << " target " << i << " seed " << seed;
-        EXPECT_EQ(got, read(gpu, single[i].tensor())) << tensor::dtype_name(wt) << " " << n << "x" << k << " target " << i;
+        EXPECT_EQ(got, read(gpu, single[i].tensor()))
+            << tensor::dtype_name(wt) << " " << n << "x" << k << " target " << i;
       }
     }
   }

@@ -39,7 +39,8 @@ void CudaBackend::embed_rows(const Tensor& table, const int32_t* ids, const int3
 void CudaBackend::embed(const Tensor& table, std::span<const int32_t> ids, Tensor& out) {
   ScopedOp prof(*prof_, "embed");
   const int64_t d = table.row_len();
-  KEEL_CHECK(table.dtype == DType::kBF16 || table.dtype == DType::kF32, "embed: table must be an uploaded (bf16 or f32) weight");
+  KEEL_CHECK(table.dtype == DType::kBF16 || table.dtype == DType::kF32,
+             "embed: table must be an uploaded (bf16 or f32) weight");
   KEEL_CHECK(out.numel() == static_cast<int64_t>(ids.size()) * d, "embed: out {} for {} ids of width {}",
              out.shape.to_string(), ids.size(), d);
   check_indices(ids, table.n_rows(), "embed", "token id");
@@ -54,7 +55,8 @@ void CudaBackend::embed_sampled(const Tensor& table, std::span<const int32_t> id
                                 Tensor& out) {
   ScopedOp prof(*prof_, "embed");
   const int64_t d = table.row_len();
-  KEEL_CHECK(table.dtype == DType::kBF16 || table.dtype == DType::kF32, "embed: table must be an uploaded (bf16 or f32) weight");
+  KEEL_CHECK(table.dtype == DType::kBF16 || table.dtype == DType::kF32,
+             "embed: table must be an uploaded (bf16 or f32) weight");
   KEEL_CHECK(out.numel() == static_cast<int64_t>(ids.size()) * d, "embed: out {} for {} ids of width {}",
              out.shape.to_string(), ids.size(), d);
   KEEL_CHECK(from_sampled.size() == ids.size(), "embed_sampled: {} from_sampled for {} ids", from_sampled.size(),
