@@ -72,9 +72,12 @@ if want serve; then
 fi
 
 if want smollm2; then
-  # The real SmolLM2-135M-Instruct GGUF (path in $KEEL_SMOLLM2): greedy `keel generate` cpu vs cuda.
-  python3 tests/gpu/smollm2_cpu_vs_cuda.py "$KEEL" "${KEEL_SMOLLM2:-missing-model}" >"$OUT/smollm2.log" 2>&1; rc=$?
-  note "smollm2 greedy cpu vs cuda" "$([[ $rc == 0 ]] && echo pass || echo FAIL) ($(grep -c '"same": true' "$OUT/smollm2.log") of 6 prompts equal)"
+  # The real SmolLM2-135M-Instruct GGUF (path in $KEEL_SMOLLM2): greedy `keel generate` cpu vs cuda, both
+  # --dtype f32 (the check; also keel serve cuda f32), then cuda bf16 vs cpu f32 (for reference).
+  python3 tests/gpu/smollm2_cpu_vs_cuda.py "$KEEL" "${KEEL_SMOLLM2:-missing-model}" f32 f32 >"$OUT/smollm2.log" 2>&1; rc=$?
+  note "smollm2 greedy cpu vs cuda f32" "$([[ $rc == 0 ]] && echo pass || echo FAIL) ($(grep -c '"same": true' "$OUT/smollm2.log") of 6 prompts equal)"
+  python3 tests/gpu/smollm2_cpu_vs_cuda.py "$KEEL" "${KEEL_SMOLLM2:-missing-model}" bf16 f32 >"$OUT/smollm2_bf16.log" 2>&1
+  note "  (reference: cuda bf16)" "$(grep -c '"same": true' "$OUT/smollm2_bf16.log") of 6 prompts equal"
 fi
 
 if want bench; then
@@ -129,6 +132,7 @@ echo; echo "==== keel GPU check ($(head -1 "$OUT/gpu.txt"), $(date -u +%F)) ====
 [[ -f $OUT/hf_parity.log ]] && cut -c1-400 "$OUT/hf_parity.log"
 [[ -f $OUT/serve_sampling.log ]] && cut -c1-300 "$OUT/serve_sampling.log"
 [[ -f $OUT/smollm2.log ]] && cut -c1-400 "$OUT/smollm2.log"
+[[ -f $OUT/smollm2_bf16.log ]] && cut -c1-300 "$OUT/smollm2_bf16.log"
 [[ -f $OUT/bench.log ]] && cat "$OUT/bench.log"
 [[ -f $OUT/profile.log ]] && cat "$OUT/profile.log"
 [[ -f $OUT/attn_bench.log ]] && cat "$OUT/attn_bench.log"

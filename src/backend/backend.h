@@ -220,6 +220,11 @@ class Backend {
 struct BackendOptions {
   int n_threads = 0;  // cpu: 0 = ThreadPool::default_threads()
   int device = 0;     // cuda: device ordinal
+  // Precision of activations, matrix weights and the KV cache (docs/cuda_backend.md "Precision"). cuda:
+  // "bf16" or "f32" (weights dequantized to f32, fp32 GEMMs); "auto" is bf16 here, load_model resolves
+  // it per model first. cpu computes in f32: "auto" dots quantized weights with activations rounded to
+  // 8 bits (llama.cpp's way), "f32" dequantizes them to f32 at load (the cuda f32 mode's arithmetic).
+  std::string dtype = "auto";
 };
 Result<std::unique_ptr<Backend>> create_backend(const std::string& name, const BackendOptions& opts);
 

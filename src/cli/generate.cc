@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -34,13 +35,30 @@ struct GenerateArgs {
   sample::SamplingParams sampling{.temperature = 0.7f, .top_p = 0.95f};
   int64_t seed = -1;
   std::string device = "cpu";
+  std::string dtype = "auto";
   std::string load_format = "auto";
 };
 
 struct Stats {
   double load_ms = 0, prompt_ms = 0, decode_ms = 0;
   int n_prompt = 0, n_decoded = 0;
+  std::vector<int32_t> tokens;  // each step's token, and its logits' top-1 minus top-2 (--stats-json)
+  std::vector<float> margins;
 };
+
+// The gap between the two largest logits (how near a greedy step was to a tie).
+float top2_margin(const std::vector<float>& logits) {
+  float a = -INFINITY, b = -INFINITY;
+  for (float v : logits) {
+    if (v > a) {
+      b = a;
+      a = v;
+    } else if (v > b) {
+      b = v;
+    }
+  }
+  return a - b;
+}
 
 int fail(int code, const Status& st) {
   std::fprintf(stderr, "keel generate: %s\n", st.to_string().c_str());
@@ -92,7 +110,7 @@ int run_generate(const GenerateArgs& a) {
   model::LoadOptions lo{.path = a.model,
                         .backend = a.device,
                         .dummy_weights = a.load_format == "dummy",
-                        .backend_options = {.n_threads = a.n_threads}};
+                        .backend_options = {.n_threads = a.n_threads, .dtype = a.dtype}};
   auto loaded = model::load_model(lo);
   if (!loaded.ok()) return fail(input_code(loaded.status()), loaded.status());
   auto tok = load_tokenizer(a.model);
@@ -133,8 +151,10 @@ int run_generate(const GenerateArgs& a) {
   int32_t pos = static_cast<int32_t>(prompt.size());
   t1 = now_us();
   for (int i = 0; i < a.n_predict; ++i) {
+    if (!a.stats_json.empty()) stats.margins.push_back(top2_margin(logits));
     const int32_t next = sample::sample_token(logits, sp, pos, scratch);
     ++stats.n_decoded;
+    if (!a.stats_json.empty()) stats.tokens.push_back(next);
     if (!a.ignore_eos && t.is_eog(next)) break;
     std::string piece = detok.push(next);
     std::fwrite(piece.data(), 1, piece.size(), stdout);
@@ -157,7 +177,8 @@ int run_generate(const GenerateArgs& a) {
                stats.n_decoded / (stats.decode_ms / 1e3), static_cast<unsigned long long>(sp.seed));
   if (!a.stats_json.empty()) {
     nlohmann::json j = {{"load_ms", stats.load_ms}, {"prompt_tokens", stats.n_prompt}, {"prompt_ms", stats.prompt_ms},
-                        {"decode_tokens", stats.n_decoded}, {"decode_ms", stats.decode_ms}};
+                        {"decode_tokens", stats.n_decoded}, {"decode_ms", stats.decode_ms},
+                        {"tokens", stats.tokens}, {"top2_margins", stats.margins}};
     std::ofstream(a.stats_json) << j.dump() << "\n";
   }
   return 0;
@@ -182,6 +203,11 @@ void register_generate(CLI::App& app) {
   cmd->add_option("-t,--threads", args->n_threads, "CPU threads (default: KEEL_THREADS or all cores)")->check(CLI::Range(0, 1024));
   cmd->add_option("--prefill-chunk", args->chunk, "Prompt tokens per forward pass")->check(CLI::Range(1, 1 << 16))->capture_default_str();
   cmd->add_option("--device", args->device, "Backend: cpu | cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
+  cmd->add_option("--dtype", args->dtype,
+                  "Precision of activations, weights and KV cache: auto | bf16 | f32 (cuda; auto = f32 for a GGUF "
+                  "whose weights fit in 2 GiB as f32, else bf16; cpu is always f32)")
+      ->check(CLI::IsMember({"auto", "bf16", "f32"}))
+      ->capture_default_str();
   cmd->add_option("--load-format", args->load_format, "auto | dummy (random weights from config.json)")
       ->check(CLI::IsMember({"auto", "dummy"}))
       ->capture_default_str();

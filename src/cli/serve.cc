@@ -32,6 +32,7 @@ struct ServeArgs {
   std::string policy = "fcfs";
   int n_threads = 0;
   std::string device = "cpu";
+  std::string dtype = "auto";
   float mem_fraction = 0.85f;
   std::string load_format = "auto";
   std::string grammar_whitespace = "compact";
@@ -69,7 +70,7 @@ int run_serve(ServeArgs a) {
   auto loaded = model::load_model({.path = a.model,
                                    .backend = a.device,
                                    .dummy_weights = a.load_format == "dummy",
-                                   .backend_options = {.n_threads = a.n_threads}});
+                                   .backend_options = {.n_threads = a.n_threads, .dtype = a.dtype}});
   if (!loaded.ok()) return fail(2, loaded.status());
   size_kv_pool(**loaded, a.mem_fraction, a.sched);
   auto tok = load_tokenizer(a.model);
@@ -126,6 +127,11 @@ void register_serve(CLI::App& app) {
   cmd->add_option("-t,--threads", args->n_threads, "CPU threads for the model (default: KEEL_THREADS or all cores)")
       ->check(CLI::Range(0, 1024));
   cmd->add_option("--device", args->device, "Backend: cpu | cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
+  cmd->add_option("--dtype", args->dtype,
+                  "Precision of activations, weights and KV cache: auto | bf16 | f32 (cuda; auto = f32 for a GGUF "
+                  "whose weights fit in 2 GiB as f32, else bf16; cpu is always f32)")
+      ->check(CLI::IsMember({"auto", "bf16", "f32"}))
+      ->capture_default_str();
   cmd->add_option("--load-format", args->load_format,
                   "auto | dummy (random weights from the folder's config.json; the folder still needs a tokenizer.json)")
       ->check(CLI::IsMember({"auto", "dummy"}))

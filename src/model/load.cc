@@ -2,6 +2,7 @@
 // named weights (memory-mapped views), backend, Llama-family model.
 #include <filesystem>
 #include <memory>
+#include <string>
 #include <utility>
 
 #include "base/mapped_file.h"
@@ -62,6 +63,28 @@ Result<Loaded> load_hf(const std::string& dir, bool dummy) {
   return out;
 }
 
+// Elements of the weights the cuda backend keeps as matrices (embedding, LM head, projections).
+int64_t matrix_elements(const ModelWeights& w) {
+  int64_t n = w.token_embd.numel();
+  if (w.output.data != nullptr && w.output.data != w.token_embd.data) n += w.output.numel();
+  for (const LayerWeights& l : w.layers) {
+    for (const tensor::TensorView* v : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
+      if (v->data != nullptr) n += v->numel();
+    }
+  }
+  return n;
+}
+
+// `--dtype auto` on cuda: f32 for a GGUF file whose matrices take at most 2 GiB as f32 (models up to
+// ~500M parameters: the cost is small and greedy output then follows the cpu backend's), else bf16
+// (safetensors, dummy weights, larger GGUFs). docs/cuda_backend.md "Precision" argues the choice.
+constexpr int64_t kAutoF32MaxBytes = int64_t{2} << 30;
+
+std::string resolve_dtype(const LoadOptions& opts, bool gguf, const ModelWeights& w) {
+  if (opts.backend != "cuda" || opts.backend_options.dtype != "auto") return opts.backend_options.dtype;
+  return gguf && matrix_elements(w) * 4 <= kAutoF32MaxBytes ? "f32" : "bf16";
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Model>> load_model(const LoadOptions& opts) {
@@ -76,9 +99,10 @@ Result<std::unique_ptr<Model>> load_model(const LoadOptions& opts) {
   }
   Result<Loaded> loaded = is_dir ? load_hf(opts.path, opts.dummy_weights) : load_gguf(opts.path);
   if (!loaded.ok()) return loaded.status().with_context(fmt::format("loading {}", opts.path));
-  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<backend::Backend> be,
-                        backend::create_backend(opts.backend, opts.backend_options));
   Loaded& l = loaded.value();
+  backend::BackendOptions bo = opts.backend_options;
+  bo.dtype = resolve_dtype(opts, !is_dir, l.weights);
+  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<backend::Backend> be, backend::create_backend(opts.backend, bo));
   Result<std::unique_ptr<Model>> m =
       create_llama_model(std::move(l.config), std::move(l.weights), std::move(be), std::move(l.source));
   if (!m.ok()) return m.status().with_context(fmt::format("loading {}", opts.path));

@@ -38,6 +38,20 @@ def test_stats_json(keel_bin, model_path, tmp_path):
     stats = json.loads(out.read_text())
     assert stats["decode_tokens"] == 8
     assert stats["prompt_tokens"] >= 1
+    assert len(stats["tokens"]) == 8 and len(stats["top2_margins"]) == 8
+    assert all(m >= 0 for m in stats["top2_margins"])
+
+
+def test_dtype_flag(keel_bin, model_path):
+    # cpu computes in f32: f32 (weights dequantized at load) runs, bf16 is refused with a message (cuda only).
+    ok = run(keel_bin, "--model", model_path, "--prompt", "The capital of France is", "-n", "4", "--temperature", "0",
+             "--dtype", "f32")
+    assert ok.returncode == 0, ok.stderr
+    assert "Paris" in ok.stdout
+    bad = run(keel_bin, "--model", model_path, "--prompt", "Hello", "--dtype", "bf16")
+    assert bad.returncode == 2 and "dtype bf16 is for cuda only" in bad.stderr
+    wrong = run(keel_bin, "--model", model_path, "--prompt", "Hello", "--dtype", "f16")
+    assert wrong.returncode != 0 and "--dtype" in wrong.stderr
 
 
 @pytest.mark.parametrize("args,needle", [

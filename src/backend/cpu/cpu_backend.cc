@@ -46,7 +46,8 @@ bool is_supported_weight(DType t) {
 
 class CpuBackend final : public Backend {
  public:
-  explicit CpuBackend(int n_threads) : pool_(n_threads), ws_(pool_.n_threads()), k_(&cpu_kernels()) {}
+  CpuBackend(int n_threads, bool dequantize_weights)
+      : pool_(n_threads), ws_(pool_.n_threads()), k_(&cpu_kernels()), dequantize_weights_(dequantize_weights) {}
 
   DeviceKind kind() const override { return DeviceKind::kCpu; }
   std::string name() const override { return std::string("cpu/") + k_->name; }
@@ -75,6 +76,15 @@ class CpuBackend final : public Backend {
     if (host.data == nullptr || host.size_bytes < t.size_bytes()) {
       return make_error(ErrorCode::kCorruptFile, "cpu backend: weight {} {} needs {} bytes, has {}",
                         tensor::dtype_name(host.dtype), host.shape.to_string(), t.size_bytes(), host.size_bytes);
+    }
+    if (dequantize_weights_ && host.shape.rank >= 2 && activation_format(host.dtype) != DType::kF32) {
+      // dtype f32: matrices cpu would dot with 8-bit activations are held as f32 instead.
+      Buffer b = alloc(DType::kF32, host.shape);
+      const int64_t d = host.shape.row_len();
+      pool_.parallel_for(host.shape.n_rows(), [&](int64_t r, int) {
+        dequantize_row(host.dtype, host.row(r), static_cast<float*>(b.tensor().data) + r * d, d);
+      });
+      return b;
     }
     return Buffer(t, nullptr);  // zero copy: the caller keeps the mapping alive
   }
@@ -150,12 +160,13 @@ class CpuBackend final : public Backend {
   ThreadPool pool_;
   Workspace ws_;
   const Kernels* k_;
+  bool dequantize_weights_;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cpu_backend(int n_threads) {
-  return std::make_unique<CpuBackend>(n_threads > 0 ? n_threads : ThreadPool::default_threads());
+std::unique_ptr<Backend> make_cpu_backend(int n_threads, bool dequantize_weights) {
+  return std::make_unique<CpuBackend>(n_threads > 0 ? n_threads : ThreadPool::default_threads(), dequantize_weights);
 }
 
 }  // namespace keel::backend::cpu

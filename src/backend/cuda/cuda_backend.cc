@@ -15,7 +15,10 @@
 
 namespace keel::backend::cuda {
 
-CudaBackend::CudaBackend(int device) : device_(device), pool_(std::make_shared<DevicePool>()) {
+CudaBackend::CudaBackend(int device, DType act)
+    : device_(device), act_(act), pool_(std::make_shared<DevicePool>()) {
+  KEEL_CHECK(act == DType::kBF16 || act == DType::kF32, "cuda backend: precision {} (bf16 or f32)",
+             tensor::dtype_name(act));
   KEEL_CUDA_CHECK(cudaSetDevice(device));
   cudaDeviceProp prop{};
   KEEL_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
@@ -33,6 +36,8 @@ CudaBackend::CudaBackend(int device) : device_(device), pool_(std::make_shared<D
   attention_set_smem_limits();
   const char* sampling = std::getenv("KEEL_CUDA_SAMPLING");
   sampling_on_ = sampling == nullptr || std::string_view(sampling) != "0";
+  const char* q8 = std::getenv("KEEL_CUDA_F32_Q8ACT");
+  q8_act_ = act_ == DType::kF32 && q8 != nullptr && std::string_view(q8) == "1";
   KEEL_CUDA_CHECK(cudaEventCreateWithFlags(&sampled_ev_, cudaEventDisableTiming));
   grow_sample_tokens(4096);  // a fixed address for the graphs' embed_sampled (grows only past 4096 rows)
 }
@@ -55,6 +60,7 @@ Buffer CudaBackend::alloc(DType dtype, Shape shape) {
   Tensor t{dtype, shape, nullptr};
   std::shared_ptr<void> mem = pool_->allocate(t.size_bytes());
   t.data = mem.get();
+  if (!q8_blocks_.empty()) q8_blocks_.erase(t.data);  // the address may have held a weight
   KEEL_CUDA_CHECK(cudaMemsetAsync(t.data, 0, t.size_bytes(), stream_));
   return Buffer(t, std::move(mem));
 }
@@ -81,6 +87,7 @@ Result<Buffer> CudaBackend::upload_weight(const tensor::TensorView& host) {
     KEEL_CUDA_CHECK(cudaStreamSynchronize(stream_));
     return b;
   }
+  if (act_ == DType::kF32) return upload_matrix_f32(host);
   Buffer b = alloc(DType::kBF16, host.shape);
   auto* dst = static_cast<uint16_t*>(b.tensor().data);
   const int64_t rows_per_chunk = std::max<int64_t>(1, (int64_t{32} << 20) / (2 * d));
@@ -96,6 +103,28 @@ Result<Buffer> CudaBackend::upload_weight(const tensor::TensorView& host) {
     }
     KEEL_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
+  return b;
+}
+
+// The f32 mode's matrices: dequantized to f32 exactly as the cpu backend does, 32 MiB at a time.
+Buffer CudaBackend::upload_matrix_f32(const tensor::TensorView& host) {
+  const int64_t d = host.shape.row_len();
+  Buffer b = alloc(DType::kF32, host.shape);
+  auto* dst = static_cast<float*>(b.tensor().data);
+  const int64_t rows_per_chunk = std::max<int64_t>(1, (int64_t{32} << 20) / (4 * d));
+  std::vector<float> chunk;
+  for (int64_t r = 0; r < host.shape.n_rows(); r += rows_per_chunk) {
+    const int64_t e = std::min(host.shape.n_rows(), r + rows_per_chunk);
+    if (host.dtype == DType::kF32) {  // straight from the mapping
+      KEEL_CUDA_CHECK(cudaMemcpyAsync(dst + r * d, host.row(r), static_cast<size_t>((e - r) * d) * 4,
+                                      cudaMemcpyHostToDevice, stream_));
+    } else {
+      convert_rows_to_f32(host, r, e, chunk);
+      KEEL_CUDA_CHECK(cudaMemcpyAsync(dst + r * d, chunk.data(), chunk.size() * 4, cudaMemcpyHostToDevice, stream_));
+    }
+    KEEL_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+  if (const int block = cpu_activation_block(host.dtype); q8_act_ && block > 0) q8_blocks_[b.tensor().data] = block;
   return b;
 }
 
@@ -147,7 +176,7 @@ int64_t CudaBackend::free_memory_bytes() const {
   return static_cast<int64_t>(free_b);
 }
 
-Result<std::unique_ptr<Backend>> make_cuda_backend(int device) {
+Result<std::unique_ptr<Backend>> make_cuda_backend(int device, DType act) {
   int n = 0;
   const cudaError_t err = cudaGetDeviceCount(&n);
   if (err != cudaSuccess) {
@@ -158,7 +187,7 @@ Result<std::unique_ptr<Backend>> make_cuda_backend(int device) {
     return make_error(ErrorCode::kUnavailable, "backend cuda: device {} does not exist ({} found)", device, n);
   }
   KEEL_RETURN_IF_ERROR(load_cublas());
-  return std::unique_ptr<Backend>(std::make_unique<CudaBackend>(device));
+  return std::unique_ptr<Backend>(std::make_unique<CudaBackend>(device, act));
 }
 
 }  // namespace keel::backend::cuda

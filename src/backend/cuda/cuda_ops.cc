@@ -26,10 +26,21 @@ void check_indices(std::span<const int32_t> idx, int64_t limit, const char* op, 
 
 }  // namespace
 
+void CudaBackend::embed_rows(const Tensor& table, const int32_t* ids, const int32_t* from, const int32_t* sampled,
+                             int64_t n, Tensor& out, ActType ot) {
+  if (table.dtype == DType::kF32) {
+    launch_embed_f32_table(static_cast<const float*>(table.data), ids, from, sampled, n, table.row_len(), out.data, ot,
+                           stream_);
+  } else {
+    launch_embed(table.data, ids, from, sampled, n, table.row_len(), out.data, ot, stream_);
+  }
+}
+
 void CudaBackend::embed(const Tensor& table, std::span<const int32_t> ids, Tensor& out) {
   ScopedOp prof(*prof_, "embed");
   const int64_t d = table.row_len();
-  KEEL_CHECK(table.dtype == DType::kBF16, "embed: table must be an uploaded (bf16) weight");
+  KEEL_CHECK(table.dtype == DType::kBF16 || table.dtype == DType::kF32,
+             "embed: table must be an uploaded (bf16 or f32) weight");
   KEEL_CHECK(out.numel() == static_cast<int64_t>(ids.size()) * d, "embed: out {} for {} ids of width {}",
              out.shape.to_string(), ids.size(), d);
   check_indices(ids, table.n_rows(), "embed", "token id");
@@ -37,14 +48,15 @@ void CudaBackend::embed(const Tensor& table, std::span<const int32_t> ids, Tenso
   const int32_t* ids_d = staging_->stage(ids);
   const ActType ot = act_type(out, "embed");
   if (skip_launch(table.data, ids_d, ids.size(), d, out.data, ot)) return;
-  launch_embed(table.data, ids_d, nullptr, nullptr, static_cast<int64_t>(ids.size()), d, out.data, ot, stream_);
+  embed_rows(table, ids_d, nullptr, nullptr, static_cast<int64_t>(ids.size()), out, ot);
 }
 
 void CudaBackend::embed_sampled(const Tensor& table, std::span<const int32_t> ids, std::span<const int32_t> from_sampled,
                                 Tensor& out) {
   ScopedOp prof(*prof_, "embed");
   const int64_t d = table.row_len();
-  KEEL_CHECK(table.dtype == DType::kBF16, "embed: table must be an uploaded (bf16) weight");
+  KEEL_CHECK(table.dtype == DType::kBF16 || table.dtype == DType::kF32,
+             "embed: table must be an uploaded (bf16 or f32) weight");
   KEEL_CHECK(out.numel() == static_cast<int64_t>(ids.size()) * d, "embed: out {} for {} ids of width {}",
              out.shape.to_string(), ids.size(), d);
   KEEL_CHECK(from_sampled.size() == ids.size(), "embed_sampled: {} from_sampled for {} ids", from_sampled.size(),
@@ -60,7 +72,7 @@ void CudaBackend::embed_sampled(const Tensor& table, std::span<const int32_t> id
   const auto* sampled_d = static_cast<const int32_t*>(sample_tokens_.get());
   const ActType ot = act_type(out, "embed");
   if (skip_launch(table.data, ids_d, from_d, sampled_d, ids.size(), d, out.data, ot)) return;
-  launch_embed(table.data, ids_d, from_d, sampled_d, static_cast<int64_t>(ids.size()), d, out.data, ot, stream_);
+  embed_rows(table, ids_d, from_d, sampled_d, static_cast<int64_t>(ids.size()), out, ot);
 }
 
 void CudaBackend::rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) {
@@ -83,72 +95,6 @@ void CudaBackend::add_rms_norm(Tensor& residual, const Tensor& x, const Tensor& 
   if (skip_launch(residual.data, x.data, w.data, eps, x.n_rows(), x.row_len(), out.data, x.dtype)) return;
   launch_rms_norm(residual.data, x.data, static_cast<const float*>(w.data), eps, x.n_rows(), x.row_len(), out.data,
                   act_type(x, "add_rms_norm"), stream_);
-}
-
-void CudaBackend::matmul(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out) {
-  ScopedOp prof(*prof_, "matmul");
-  const int64_t n = x.n_rows(), k = x.row_len(), m = w.n_rows();
-  KEEL_CHECK(x.dtype == DType::kBF16 && w.dtype == DType::kBF16, "matmul: x {} and w {} must be bf16",
-             tensor::dtype_name(x.dtype), tensor::dtype_name(w.dtype));
-  KEEL_CHECK(w.row_len() == k && out.numel() == n * m, "matmul: x {} w {} out {}", x.shape.to_string(),
-             w.shape.to_string(), out.shape.to_string());
-  const ActType ot = act_type(out, "matmul");
-  if (n == 0) return;
-  const bool has_bias = bias != nullptr && bias->data != nullptr;
-  if (has_bias) {
-    KEEL_CHECK(bias->dtype == DType::kF32 && bias->numel() == m, "matmul: bias {} for {} outputs",
-               bias->shape.to_string(), m);
-  }
-  if (skip_launch(x.data, w.data, has_bias ? bias->data : nullptr, out.data, n, k, m, ot)) return;
-  const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-  if (n <= kGemvMaxTokens && k % 8 == 0 && aligned(x.data) && aligned(w.data)) {
-    launch_gemv(x.data, w.data, has_bias ? static_cast<const float*>(bias->data) : nullptr, out.data,
-                static_cast<int>(n), k, m, ot, stream_);
-    return;
-  }
-  // Row-major out[n, m] = x[n, k] . w[m, k]^T is column-major out^T[m, n] = w^T . x.
-  const float alpha = 1.0f, beta = 0.0f;
-  KEEL_CUBLAS_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(m), static_cast<int>(n),
-                                 static_cast<int>(k), &alpha, w.data, CUDA_R_16BF, static_cast<int>(k), x.data,
-                                 CUDA_R_16BF, static_cast<int>(k), &beta, out.data,
-                                 ot == ActType::kF32 ? CUDA_R_32F : CUDA_R_16BF, static_cast<int>(m),
-                                 CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-  if (has_bias) {
-    launch_add_bias(out.data, static_cast<const float*>(bias->data), n, m, ot, stream_);
-  }
-}
-
-void CudaBackend::matmul_group(const Tensor& x, std::span<const MatmulTarget> targets) {
-  const int64_t n = x.n_rows(), k = x.row_len();
-  const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-  bool one_launch = n <= kGemvMaxTokens && n > 0 && k % 8 == 0 && aligned(x.data) && x.dtype == DType::kBF16 &&
-                    !targets.empty() && targets.size() <= static_cast<size_t>(kGemvMaxSegments);
-  for (const MatmulTarget& t : targets) {
-    one_launch = one_launch && t.w->dtype == DType::kBF16 && t.w->row_len() == k && aligned(t.w->data) &&
-                 t.out->dtype == targets[0].out->dtype && t.out->numel() == n * t.w->n_rows() &&
-                 (t.bias == nullptr || t.bias->data == nullptr ||
-                  (t.bias->dtype == DType::kF32 && t.bias->numel() == t.w->n_rows()));
-  }
-  if (!one_launch) {
-    Backend::matmul_group(x, targets);
-    return;
-  }
-  ScopedOp prof(*prof_, "matmul");
-  const ActType ot = act_type(*targets[0].out, "matmul");
-  GemvGroup g{};
-  g.n_seg = static_cast<int>(targets.size());
-  for (size_t i = 0; i < targets.size(); ++i) {
-    const MatmulTarget& t = targets[i];
-    g.w[i] = t.w->data;
-    g.bias[i] = t.bias != nullptr ? static_cast<const float*>(t.bias->data) : nullptr;
-    g.out[i] = t.out->data;
-    g.m[i] = t.w->n_rows();
-  }
-  if (skip_launch(x.data, g.w[0], g.w[1], g.w[2], g.bias[0], g.bias[1], g.bias[2], g.out[0], g.out[1], g.out[2],
-                  g.m[0], g.m[1], g.m[2], g.n_seg, n, k, ot)) {
-    return;
-  }
-  launch_gemv_group(x.data, g, static_cast<int>(n), k, ot, stream_);
 }
 
 void CudaBackend::rope(Tensor& x, std::span<const int32_t> positions, const RopeParams& p) {

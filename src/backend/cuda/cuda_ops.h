@@ -1,4 +1,5 @@
-// The CudaBackend class: memory and transfers in cuda_backend.cc, ops in cuda_ops.cc. Internal to
+// The CudaBackend class: memory and transfers in cuda_backend.cc, ops in cuda_ops.cc and (matmuls)
+// matmul_ops.cc. Internal to
 // backend/cuda/ (the rest of keel sees only Backend via make_cuda_backend). One thread at a time.
 #pragma once
 
@@ -22,12 +23,13 @@ namespace keel::backend::cuda {
 
 class CudaBackend final : public Backend {
  public:
-  explicit CudaBackend(int device);
+  // act: kBF16 or kF32, the precision of activations, matrix weights and the KV cache.
+  CudaBackend(int device, DType act);
   ~CudaBackend() override;
 
   DeviceKind kind() const override { return DeviceKind::kCuda; }
   std::string name() const override { return "cuda/" + device_name_; }
-  DType activation_dtype() const override { return DType::kBF16; }
+  DType activation_dtype() const override { return act_; }
   int64_t free_memory_bytes() const override;
 
   Buffer alloc(DType dtype, Shape shape) override;
@@ -80,7 +82,23 @@ class CudaBackend final : public Backend {
   static constexpr int kSplitCounters = 64;
   void grow_sample_tokens(size_t n_rows);  // sample_ops.cc
 
+  Buffer upload_matrix_f32(const tensor::TensorView& host);  // cuda_backend.cc
+  void embed_rows(const Tensor& table, const int32_t* ids, const int32_t* from, const int32_t* sampled, int64_t n,
+                  Tensor& out, ActType ot);
+  // matmul_ops.cc: the cpu activation block of weight w (0: none; see q8_blocks_), and matmul's input:
+  // x itself, or (block > 0) x rounded to the cpu's 8-bit grid in a scratch buffer.
+  int q8_block(const void* w) const;
+  const void* matmul_input(const Tensor& x, int block);
+
   int device_;
+  DType act_;
+  // f32 mode with KEEL_CUDA_F32_Q8ACT=1: weights uploaded from a type the cpu backend (dtype auto)
+  // dots with 8-bit activations, by device address, with that block length (weight_convert.h
+  // cpu_activation_block). Entries are dropped when alloc hands the address out again.
+  std::unordered_map<const void*, int> q8_blocks_;
+  bool q8_act_ = false;
+  std::shared_ptr<void> q8x_;  // matmul_input's scratch, grown on demand
+  size_t q8x_floats_ = 0;
   std::string device_name_;
   int n_sm_ = 0;
   cudaStream_t stream_ = nullptr;

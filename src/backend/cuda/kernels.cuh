@@ -55,6 +55,15 @@ struct GemvGroup {
   int64_t m_total;  // set by the launcher
 };
 void launch_gemv_group(const void* x, GemvGroup g, int n, int64_t k, ActType t, cudaStream_t s);
+// The f32 precision mode's forms (docs/cuda_backend.md "Precision"): embed from an f32 table; the
+// decode matmul with f32 x and f32 weights (k % 4 == 0, 16-byte aligned); and q8_round
+// (KEEL_CUDA_F32_Q8ACT=1), which rounds each run of `block` elements of x (n_blocks of them) to the
+// 8-bit grid cpu's dtype auto quantizes activations to before its integer dots (d = amax / 127,
+// q = rint(x / d), out = d * q).
+void launch_embed_f32_table(const float* table, const int32_t* ids, const int32_t* from, const int32_t* sampled,
+                            int64_t n, int64_t d, void* out, ActType t, cudaStream_t s);
+void launch_gemv_group_f32(const float* x, GemvGroup g, int n, int64_t k, cudaStream_t s);
+void launch_q8_round(const float* x, int64_t n_blocks, int block, float* out, cudaStream_t s);
 // out [n, m] += bias [m] (f32).
 void launch_add_bias(void* out, const float* bias, int64_t n, int64_t m, ActType t, cudaStream_t s);
 // out [r, row_bytes] = x rows [r] (any dtype: whole rows of bytes).
