@@ -8,9 +8,11 @@
 namespace keel::grammar {
 
 TokenMaskCache::TokenMaskCache(std::shared_ptr<const CompiledGrammar> grammar, std::shared_ptr<const VocabTrie> trie,
-                               std::shared_ptr<SharedClassifications> shared, size_t mask_budget_bytes)
+                               std::shared_ptr<SharedClassifications> shared, size_t mask_budget_bytes,
+                               uint32_t max_states)
     : grammar_(std::move(grammar)),
       trie_(std::move(trie)),
+      states_(max_states),
       shared_(std::move(shared)),
       max_finished_(mask_budget_bytes / (std::max<size_t>(1, n_mask_words()) * sizeof(uint32_t))) {
   const Grammar& g = grammar_->grammar();

@@ -24,6 +24,7 @@ StateTable::State StateTable::intern(std::string_view key, uint8_t flags) {
   }
   row(id).flags = flags;
   ids_.emplace(std::string(key), id);
+  key_bytes_ += key.size() + sizeof(std::string) + sizeof(State) + 2 * sizeof(void*);
   return id;
 }
 
@@ -43,6 +44,11 @@ void StateTable::fill_dead(State s, const std::bitset<256>& live) {
 size_t StateTable::size() const {
   std::lock_guard<std::mutex> lock(mu_);
   return ids_.size();
+}
+
+size_t StateTable::memory_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return owned_.size() * kChunk * sizeof(Row) + key_bytes_;
 }
 
 }  // namespace keel::grammar
