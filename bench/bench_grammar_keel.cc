@@ -129,6 +129,7 @@ int main(int argc, char** argv) {
         Times warm = mask_times(masks, **tok, t["data"].dump());  // same schema again: tables built
         row["mask_warm_us"] = warm.wall;
         row["mask_warm_cpu_us"] = warm.cpu;
+        row["states"] = masks->states().size();
         break;
       }
     }

@@ -1,5 +1,7 @@
 #include "grammar/grammar_store.h"
 
+#include <algorithm>
+
 #include "base/check.h"
 
 namespace keel::grammar {
@@ -41,7 +43,8 @@ void GrammarStore::evict_locked(uint64_t keep) {
     const uint64_t victim = lru_.back();
     if (victim == keep) break;  // the newest is the only one left over the bound
     auto it = map_.find(victim);
-    if (max_bytes_ > 0) bytes -= it->second.masks->memory_bytes();
+    // min: the entry may have grown since it was summed (a matcher walking on another thread).
+    if (max_bytes_ > 0) bytes -= std::min(bytes, it->second.masks->memory_bytes());
     map_.erase(it);
     lru_.pop_back();
   }

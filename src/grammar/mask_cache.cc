@@ -1,6 +1,7 @@
 #include "grammar/mask_cache.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "grammar/earley.h"
 #include "grammar/state_walker.h"
@@ -8,9 +9,11 @@
 namespace keel::grammar {
 
 TokenMaskCache::TokenMaskCache(std::shared_ptr<const CompiledGrammar> grammar, std::shared_ptr<const VocabTrie> trie,
-                               std::shared_ptr<SharedClassifications> shared, size_t mask_budget_bytes)
+                               std::shared_ptr<SharedClassifications> shared, size_t mask_budget_bytes,
+                               uint32_t max_states)
     : grammar_(std::move(grammar)),
       trie_(std::move(trie)),
+      states_(max_states),
       shared_(std::move(shared)),
       max_finished_(mask_budget_bytes / (std::max<size_t>(1, n_mask_words()) * sizeof(uint32_t))) {
   const Grammar& g = grammar_->grammar();
@@ -70,7 +73,19 @@ void TokenMaskCache::store_mask(StateTable::State s, std::span<const uint32_t> m
 PositionMask TokenMaskCache::classify(uint32_t pos) {
   const auto& nodes = trie_->nodes();
   const auto& ids = trie_->token_ids();
-  std::vector<uint32_t> accepted;  // trie token indices
+  // Accepted trie token indices as ascending [begin, end) ranges: a preorder walk accepts whole
+  // subtrees, whose tokens are contiguous, so neighbouring ranges merge.
+  std::vector<std::pair<uint32_t, uint32_t>> accepted;
+  size_t n_accepted = 0;
+  auto accept = [&](uint32_t b, uint32_t e) {
+    if (b == e) return;
+    n_accepted += e - b;
+    if (!accepted.empty() && accepted.back().second == b) {
+      accepted.back().second = e;
+    } else {
+      accepted.emplace_back(b, e);
+    }
+  };
   PositionMask out;
   EarleyParser parser(*grammar_, pos, &states_);
   // rule_ended[d]: the seeded rule completed somewhere within the first d bytes.
@@ -81,7 +96,7 @@ PositionMask TokenMaskCache::classify(uint32_t pos) {
       const VocabTrie::Node& node = nodes[i];
       const uint32_t d = node.depth - 1;
       if (const uint8_t h = trie_->plain_height(i); h != 0 && h <= walk.plain_run(d)) {
-        for (uint32_t t = trie_->subtree_tok_begin(i); t < trie_->subtree_tok_end(i); ++t) accepted.push_back(t);
+        accept(trie_->subtree_tok_begin(i), trie_->subtree_tok_end(i));
         i = node.subtree_end;
         continue;
       }
@@ -93,15 +108,18 @@ PositionMask TokenMaskCache::classify(uint32_t pos) {
       }
       if (rule_ended.size() <= node.depth) rule_ended.resize(node.depth + 1);
       rule_ended[node.depth] = rule_ended[d] | static_cast<uint8_t>((step.flags & StateTable::kSeedEnd) != 0);
-      for (uint32_t t = node.tok_begin; t < node.tok_end; ++t) accepted.push_back(t);
+      accept(node.tok_begin, node.tok_end);
       ++i;
     }
   }
-  if (accepted.size() >= n_mask_words()) {
+  if (n_accepted >= n_mask_words()) {
     out.accepted_bits.assign(n_mask_words(), 0);
-    for (uint32_t t : accepted) out.accepted_bits[ids[t] >> 5] |= 1u << (ids[t] & 31);
+    for (auto [b, e] : accepted)
+      for (uint32_t t = b; t < e; ++t) out.accepted_bits[ids[t] >> 5] |= 1u << (ids[t] & 31);
   } else {
-    for (uint32_t t : accepted) out.accepted_ids.push_back(ids[t]);
+    out.accepted_ids.reserve(n_accepted);
+    for (auto [b, e] : accepted)
+      for (uint32_t t = b; t < e; ++t) out.accepted_ids.push_back(ids[t]);
     std::sort(out.accepted_ids.begin(), out.accepted_ids.end());
   }
   return out;

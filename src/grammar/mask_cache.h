@@ -32,9 +32,11 @@ namespace keel::grammar {
 class TokenMaskCache {
  public:
   // mask_budget_bytes bounds the finished masks kept per state (oldest dropped first). shared: the
-  // vocabulary's cross-grammar classifications (shared_classes.h), or null.
+  // vocabulary's cross-grammar classifications (shared_classes.h), or null. max_states bounds the
+  // state table (state_table.h).
   TokenMaskCache(std::shared_ptr<const CompiledGrammar> grammar, std::shared_ptr<const VocabTrie> trie,
-                 std::shared_ptr<SharedClassifications> shared = nullptr, size_t mask_budget_bytes = 4 << 20);
+                 std::shared_ptr<SharedClassifications> shared = nullptr, size_t mask_budget_bytes = 4 << 20,
+                 uint32_t max_states = StateTable::kMaxStates);
 
   const CompiledGrammar& grammar() const { return *grammar_; }
   const VocabTrie& trie() const { return *trie_; }
@@ -43,9 +45,11 @@ class TokenMaskCache {
   // The classification of kernel position `pos`; the reference stays valid for the cache's life.
   const PositionMask& get(uint32_t pos);
   // Bytes this cache holds, estimated from its containers: the compiled grammar's tables (fixed)
-  // plus every classification made so far (grows as positions are first visited) and the finished
-  // masks kept. The state table is bounded separately (state_table.h). Thread-safe.
-  size_t memory_bytes() const { return grammar_bytes_ + mask_bytes_.load(std::memory_order_relaxed); }
+  // plus every classification made so far (grows as positions are first visited), the finished
+  // masks kept and the state table (grows with the states walks meet). Thread-safe.
+  size_t memory_bytes() const {
+    return grammar_bytes_ + mask_bytes_.load(std::memory_order_relaxed) + states_.memory_bytes();
+  }
 
   // The finished mask of full-parse state s, if kept: copied into out (n_mask_words()).
   bool load_mask(StateTable::State s, std::span<uint32_t> out);

@@ -21,9 +21,12 @@ StateTable::State StateTable::intern(std::string_view key, uint8_t flags) {
     for (uint32_t i = 0; i < kChunk; ++i)
       for (auto& n : owned_.back()[i].next) n.store(kRowUnknown, std::memory_order_relaxed);
     chunks_[id / kChunk] = owned_.back().get();
+    owned_flags_.push_back(std::make_unique<uint8_t[]>(kChunk));
+    flag_chunks_[id / kChunk] = owned_flags_.back().get();
   }
-  row(id).flags = flags;
+  flag_chunks_[id / kChunk][id % kChunk] = flags;
   ids_.emplace(std::string(key), id);
+  key_bytes_ += key.size() + sizeof(std::string) + sizeof(State) + 2 * sizeof(void*);
   return id;
 }
 
@@ -43,6 +46,11 @@ void StateTable::fill_dead(State s, const std::bitset<256>& live) {
 size_t StateTable::size() const {
   std::lock_guard<std::mutex> lock(mu_);
   return ids_.size();
+}
+
+size_t StateTable::memory_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return owned_.size() * kChunk * (sizeof(Row) + 1) + key_bytes_;
 }
 
 }  // namespace keel::grammar

@@ -5,7 +5,11 @@
 // and of its origin columns). Inside a JSON string body, a number or a key literal the parser keeps
 // returning to a handful of states, so walking the vocabulary trie becomes a table walk (next()) with
 // the Earley parser consulted only on a miss. Bounded: past max_states new columns get kNone and
-// every step from them goes through the parser (correct, slower).
+// every step from them goes through the parser (correct, but a walk of the vocabulary from such a
+// column costs a parser step per trie node: ~60 ms at 128k tokens). The default bound is the most the
+// 16-bit rows can name (65,533 states, ~34 MiB); rows are allocated 256 at a time as states appear and
+// counted by memory_bytes(), which the GrammarStore's byte bound includes (docs/grammar.md, "The
+// state bound").
 // Thread-safe: intern() takes a mutex; next()/flags() are lock-free reads (acquire/release).
 #pragma once
 
@@ -29,7 +33,8 @@ class StateTable {
   static constexpr State kUnknown = UINT32_MAX - 2; // transition not computed yet
   static constexpr uint8_t kCanEnd = 1, kSeedEnd = 2;
 
-  explicit StateTable(uint32_t max_states = 16384);  // rows of 513 bytes: 8 MiB at most
+  static constexpr uint32_t kMaxStates = 0xFFFD;  // the row encoding's limit
+  explicit StateTable(uint32_t max_states = kMaxStates);
 
   // key: the column's sorted (pos << 32 | origin state) pairs, as bytes; a root column's key is its tag.
   State intern(std::string_view key, uint8_t flags);
@@ -39,7 +44,7 @@ class StateTable {
     return v < kRowUnknown ? v : v == kRowDead ? kDead : kUnknown;
   }
   void set_next(State s, uint8_t b, State n);
-  uint8_t flags(State s) const { return row(s).flags; }
+  uint8_t flags(State s) const { return flag_chunks_[s / kChunk][s % kChunk]; }
   // Plain run of s (StateWalker::plain_run) plus one; 0 when not known yet.
   uint8_t plain_run(State s) const { return row(s).plain_run.load(std::memory_order_relaxed); }
   void set_plain_run(State s, uint8_t v) { row(s).plain_run.store(v, std::memory_order_relaxed); }
@@ -47,14 +52,15 @@ class StateTable {
   // as soon as the parser stands there, so later walks need no parser step to reject a byte).
   void fill_dead(State s, const std::bitset<256>& live);
   size_t size() const;
+  // Bytes held: the rows allocated so far and the interned keys.
+  size_t memory_bytes() const;
 
  private:
   static constexpr uint32_t kChunk = 256, kMaxChunks = 256;
   // Row encoding: state ids below kRowUnknown (so max_states <= 0xFFFD), then unknown and dead.
-  static constexpr uint16_t kRowUnknown = 0xFFFD, kRowDead = 0xFFFE;
+  static constexpr uint16_t kRowUnknown = kMaxStates, kRowDead = 0xFFFE;
   struct Row {
     std::atomic<uint16_t> next[256];
-    uint8_t flags = 0;
     std::atomic<uint8_t> plain_run{0};
     std::atomic<uint8_t> dead_filled{0};
   };
@@ -69,7 +75,12 @@ class StateTable {
   mutable std::mutex mu_;
   std::unordered_map<std::string, State, KeyHash, std::equal_to<>> ids_;
   Row* chunks_[kMaxChunks] = {};
+  // Flags apart from the rows: a walk reads the flags of every state it reaches, and 256 states'
+  // flags share four cache lines where the rows' would take one line each.
+  uint8_t* flag_chunks_[kMaxChunks] = {};
   std::vector<std::unique_ptr<Row[]>> owned_;
+  std::vector<std::unique_ptr<uint8_t[]>> owned_flags_;
+  size_t key_bytes_ = 0;  // interned keys and their map nodes
 };
 
 }  // namespace keel::grammar

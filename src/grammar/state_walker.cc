@@ -12,7 +12,7 @@ StateWalker::StateWalker(EarleyParser& parser, StateTable& table)
 
 StateWalker::~StateWalker() { parser_.pop_bytes(pushed_); }
 
-StateWalker::Step StateWalker::step(uint32_t d, uint8_t b) {
+StateWalker::Step StateWalker::step_slow(uint32_t d, uint8_t b) {
   if (path_.size() <= d) {
     path_.resize(d + 1);
     state_.resize(d + 2);

@@ -28,7 +28,21 @@ class StateWalker {
 
   // Takes byte b at depth d (d bytes of the path already walked and alive; depth 0 is the parser's
   // column). Replaces the path from depth d on.
-  Step step(uint32_t d, uint8_t b);
+  Step step(uint32_t d, uint8_t b) {
+    if (d < path_.size()) {  // the fast path: a memoised transition (state_ has path_.size() + 1 entries)
+      const StateTable::State s = state_[d];
+      if (s != StateTable::kNone) {
+        const StateTable::State n = table_.next(s, b);
+        if (n != StateTable::kUnknown) {
+          path_[d] = b;
+          if (synced_ > d) synced_ = d;
+          state_[d + 1] = n;
+          return {n, n == StateTable::kDead ? uint8_t{0} : table_.flags(n)};
+        }
+      }
+    }
+    return step_slow(d, b);
+  }
   // How many plain bytes (VocabTrie::plain) in any order the state at depth d surely takes: every
   // plain byte leads to one and the same live state, and so on from there (254: a loop, unbounded).
   // Found by stepping those bytes once per state (replacing the path from depth d on); a lower bound
@@ -36,6 +50,8 @@ class StateWalker {
   uint32_t plain_run(uint32_t d, uint32_t budget = 64);
 
  private:
+  Step step_slow(uint32_t d, uint8_t b);
+
   EarleyParser& parser_;
   StateTable& table_;
   std::vector<StateTable::State> state_;  // [depth]: state after path[0, depth)

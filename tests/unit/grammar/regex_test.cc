@@ -85,6 +85,24 @@ TEST(Regex, MatchesPcre2OnAllShortStrings) {
   }
 }
 
+// Counted repetitions large enough that the search form skips the DFA (regex_search_dfa: NFA over
+// twice the DFA bound) and takes the padded form: the language is PCRE2's all the same.
+TEST(Regex, LargeCountedRepetitionsMatchPcre2) {
+  const std::vector<std::string> inputs = strings_over("ab-.1c ", 4);
+  for (const char* pat : {"a{2,600}", "[ab]{3,700}", "(?:a|b-){2,400}c?"}) {
+    for (bool search : {false, true}) {
+      Pcre pcre(pat, !search);
+      ASSERT_TRUE(pcre.ok()) << pat;
+      CompiledGrammar g = compile(pat, search);
+      int mismatches = 0;
+      for (const std::string& s : inputs) {
+        if (accepts(g, s) != pcre.match(s) && ++mismatches <= 3)
+          ADD_FAILURE() << "/" << pat << "/ search=" << search << " on '" << s << "': keel " << accepts(g, s);
+      }
+    }
+  }
+}
+
 // A pattern intersected with a length range (JSON Schema pattern + minLength/maxLength): PCRE2's
 // verdict and the length, on every short string, for every pattern and several ranges.
 TEST(Regex, WithLengthMatchesPcre2AndTheLength) {

@@ -94,6 +94,34 @@ TEST(StateTable, MasksExactWithPlainRuns) {
   }
 }
 
+// Past the state bound new columns are not interned: walks from them step the parser, and masks
+// stay exact (a bound of 3 states is full after the first few bytes).
+TEST(StateTable, MasksExactPastTheStateBound) {
+  auto trie = vocab();
+  for (const char* s : {R"({"type":"string","maxLength":5})",
+                        R"({"type":"object","properties":{"k":{"type":"string","maxLength":3}},"required":["k"]})"}) {
+    SCOPED_TRACE(s);
+    auto cache = std::make_shared<TokenMaskCache>(schema(s), trie, nullptr, 4 << 20, 3);
+    const std::string text = std::string(s).find("object") != std::string::npos ? R"({"k":"ab"})" : R"("abc")";
+    expect_masks_exact(cache, text);
+    EXPECT_EQ(cache->states().size(), 3u);
+    expect_masks_exact(cache, text);
+  }
+}
+
+// The table's rows and keys count towards the cache's bytes (and so towards the GrammarStore's bound).
+TEST(StateTable, MemoryCountsRowsAndKeys) {
+  auto cache = std::make_shared<TokenMaskCache>(schema(R"({"type":"string","maxLength":300})"), vocab());
+  const size_t before = cache->memory_bytes(), table_before = cache->states().memory_bytes();
+  EXPECT_EQ(table_before, 0u);
+  expect_masks_exact(cache, "\"" + std::string(280, 'x') + "\"");
+  const size_t n = cache->states().size();
+  ASSERT_GT(n, 256u) << "a 300-character counter needs more than one chunk of rows";
+  const size_t table = cache->states().memory_bytes();
+  EXPECT_GE(table, n * 512);  // each row holds 256 two-byte transitions
+  EXPECT_GE(cache->memory_bytes(), before + table);
+}
+
 TEST(SharedClassifications, SameMasksAcrossGrammars) {
   GrammarStore store(vocab(), 8);
   const std::string a = R"({"type":"object","properties":{"name":{"type":"string"}},"required":["name"]})";
