@@ -36,6 +36,13 @@ CudaBackend::CudaBackend(int device, DType act)
   attention_set_smem_limits();
   const char* sampling = std::getenv("KEEL_CUDA_SAMPLING");
   sampling_on_ = sampling == nullptr || std::string_view(sampling) != "0";
+  // Token counts up to this go through the GEMV kernel, more through cuBLAS: the GEMV streams the
+  // weights at the bandwidth for n = 1, but whole 8B decode steps at batch 2 / 4 / 8 took 1.12x /
+  // 1.68x / 3.47x as long through it as through cuBLAS (docs/performance.md, session-5 merged check).
+  // KEEL_CUDA_GEMV_MAX_TOKENS=0..8 overrides it, for A/B runs.
+  if (const char* g = std::getenv("KEEL_CUDA_GEMV_MAX_TOKENS"); g != nullptr) {
+    gemv_max_tokens_ = std::clamp(std::atoi(g), 0, kGemvMaxTokens);
+  }
   const char* q8 = std::getenv("KEEL_CUDA_F32_Q8ACT");
   q8_act_ = act_ == DType::kF32 && q8 != nullptr && std::string_view(q8) == "1";
   KEEL_CUDA_CHECK(cudaEventCreateWithFlags(&sampled_ev_, cudaEventDisableTiming));
