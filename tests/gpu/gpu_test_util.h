@@ -6,7 +6,10 @@
 #include <memory>
 #include <random>
 #include <span>
+#include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "backend/backend.h"
 
@@ -40,5 +43,23 @@ std::vector<float> read(Backend& b, const Tensor& t);
 double rel_err(const std::vector<float>& a, const std::vector<float>& b);
 // Error bound for an activation dtype: bf16 1e-2, f32 1e-5.
 double tolerance(DType t);
+
+// Base of the tests parameterised on the activation dtype: a fresh seed per test (recorded as the
+// test's "seed" property), and inputs both backends hold exactly (bf16-rounded when the dtype is bf16).
+class ActParamTest : public ::testing::TestWithParam<DType> {
+ protected:
+  void SetUp() override {
+    seed_ = fresh_seed();
+    rng_.seed(seed_);
+    RecordProperty("seed", std::to_string(seed_));
+  }
+  DType dt() const { return GetParam(); }
+  std::vector<float> input(size_t n, float scale = 1.0f) {
+    auto v = random_floats(rng_, n, scale);
+    return dt() == DType::kBF16 ? round_bf16(std::move(v)) : v;
+  }
+  uint64_t seed_ = 0;
+  std::mt19937_64 rng_;
+};
 
 }  // namespace keel::gpu_test

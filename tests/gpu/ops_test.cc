@@ -17,23 +17,10 @@ namespace {
 
 using tensor::make_shape;
 
-class OpTest : public ::testing::TestWithParam<DType> {
+class OpTest : public ActParamTest {
  protected:
-  void SetUp() override {
-    seed_ = fresh_seed();
-    rng_.seed(seed_);
-    RecordProperty("seed", std::to_string(seed_));
-  }
-  DType dt() const { return GetParam(); }
-  // Values both backends hold exactly: bf16-rounded when the GPU tensor is bf16.
-  std::vector<float> input(size_t n, float scale = 1.0f) {
-    auto v = random_floats(rng_, n, scale);
-    return dt() == DType::kBF16 ? round_bf16(std::move(v)) : v;
-  }
   Backend& cpu() { return *backends().cpu; }
   Backend& gpu() { return *backends().gpu; }
-  uint64_t seed_ = 0;
-  std::mt19937_64 rng_;
 };
 
 INSTANTIATE_TEST_SUITE_P(Act, OpTest, ::testing::Values(DType::kF32, DType::kBF16),

@@ -16,21 +16,7 @@ namespace {
 
 using tensor::make_shape;
 
-class RopeKvTest : public ::testing::TestWithParam<DType> {
- protected:
-  void SetUp() override {
-    seed_ = fresh_seed();
-    rng_.seed(seed_);
-    RecordProperty("seed", std::to_string(seed_));
-  }
-  DType dt() const { return GetParam(); }
-  std::vector<float> input(size_t n) {
-    auto v = random_floats(rng_, n);
-    return dt() == DType::kBF16 ? round_bf16(std::move(v)) : v;
-  }
-  uint64_t seed_ = 0;
-  std::mt19937_64 rng_;
-};
+class RopeKvTest : public ActParamTest {};
 
 INSTANTIATE_TEST_SUITE_P(Act, RopeKvTest, ::testing::Values(DType::kF32, DType::kBF16),
                          [](const auto& p) { return p.param == DType::kF32 ? "f32" : "bf16"; });

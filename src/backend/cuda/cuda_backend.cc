@@ -94,44 +94,35 @@ Result<Buffer> CudaBackend::upload_weight(const tensor::TensorView& host) {
     KEEL_CUDA_CHECK(cudaStreamSynchronize(stream_));
     return b;
   }
-  if (act_ == DType::kF32) return upload_matrix_f32(host);
-  Buffer b = alloc(DType::kBF16, host.shape);
-  auto* dst = static_cast<uint16_t*>(b.tensor().data);
-  const int64_t rows_per_chunk = std::max<int64_t>(1, (int64_t{32} << 20) / (2 * d));
-  std::vector<uint16_t> chunk;
-  for (int64_t r = 0; r < host.shape.n_rows(); r += rows_per_chunk) {
-    const int64_t e = std::min(host.shape.n_rows(), r + rows_per_chunk);
-    if (host.dtype == DType::kBF16) {  // straight from the mapping
-      KEEL_CUDA_CHECK(cudaMemcpyAsync(dst + r * d, host.row(r), static_cast<size_t>((e - r) * d) * 2,
-                                      cudaMemcpyHostToDevice, stream_));
-    } else {
-      convert_rows_to_bf16(host, r, e, chunk);
-      KEEL_CUDA_CHECK(cudaMemcpyAsync(dst + r * d, chunk.data(), chunk.size() * 2, cudaMemcpyHostToDevice, stream_));
-    }
-    KEEL_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  if (act_ == DType::kF32) {  // the f32 mode: dequantized to f32 exactly as the cpu backend does
+    Buffer b = upload_rows<float>(host, DType::kF32, convert_rows_to_f32);
+    if (const int block = cpu_activation_block(host.dtype); q8_act_ && block > 0) q8_blocks_[b.tensor().data] = block;
+    return b;
   }
-  return b;
+  return upload_rows<uint16_t>(host, DType::kBF16, convert_rows_to_bf16);
 }
 
-// The f32 mode's matrices: dequantized to f32 exactly as the cpu backend does, 32 MiB at a time.
-Buffer CudaBackend::upload_matrix_f32(const tensor::TensorView& host) {
+// A matrix as `dtype` (element type T), 32 MiB of host rows at a time: copied straight from the mapping
+// when it already holds that type, else converted by `convert` (rows [r, e) into a scratch vector).
+template <typename T, typename Convert>
+Buffer CudaBackend::upload_rows(const tensor::TensorView& host, DType dtype, Convert convert) {
   const int64_t d = host.shape.row_len();
-  Buffer b = alloc(DType::kF32, host.shape);
-  auto* dst = static_cast<float*>(b.tensor().data);
-  const int64_t rows_per_chunk = std::max<int64_t>(1, (int64_t{32} << 20) / (4 * d));
-  std::vector<float> chunk;
+  Buffer b = alloc(dtype, host.shape);
+  auto* dst = static_cast<T*>(b.tensor().data);
+  const int64_t rows_per_chunk = std::max<int64_t>(1, (int64_t{32} << 20) / (static_cast<int64_t>(sizeof(T)) * d));
+  std::vector<T> chunk;
   for (int64_t r = 0; r < host.shape.n_rows(); r += rows_per_chunk) {
     const int64_t e = std::min(host.shape.n_rows(), r + rows_per_chunk);
-    if (host.dtype == DType::kF32) {  // straight from the mapping
-      KEEL_CUDA_CHECK(cudaMemcpyAsync(dst + r * d, host.row(r), static_cast<size_t>((e - r) * d) * 4,
+    if (host.dtype == dtype) {
+      KEEL_CUDA_CHECK(cudaMemcpyAsync(dst + r * d, host.row(r), static_cast<size_t>((e - r) * d) * sizeof(T),
                                       cudaMemcpyHostToDevice, stream_));
     } else {
-      convert_rows_to_f32(host, r, e, chunk);
-      KEEL_CUDA_CHECK(cudaMemcpyAsync(dst + r * d, chunk.data(), chunk.size() * 4, cudaMemcpyHostToDevice, stream_));
+      convert(host, r, e, chunk);
+      KEEL_CUDA_CHECK(
+          cudaMemcpyAsync(dst + r * d, chunk.data(), chunk.size() * sizeof(T), cudaMemcpyHostToDevice, stream_));
     }
     KEEL_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
-  if (const int block = cpu_activation_block(host.dtype); q8_act_ && block > 0) q8_blocks_[b.tensor().data] = block;
   return b;
 }
 

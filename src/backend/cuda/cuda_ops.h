@@ -82,7 +82,8 @@ class CudaBackend final : public Backend {
   static constexpr int kSplitCounters = 64;
   void grow_sample_tokens(size_t n_rows);  // sample_ops.cc
 
-  Buffer upload_matrix_f32(const tensor::TensorView& host);  // cuda_backend.cc
+  template <typename T, typename Convert>  // cuda_backend.cc
+  Buffer upload_rows(const tensor::TensorView& host, DType dtype, Convert convert);
   void embed_rows(const Tensor& table, const int32_t* ids, const int32_t* from, const int32_t* sampled, int64_t n,
                   Tensor& out, ActType ot);
   // matmul_ops.cc: the cpu activation block of weight w (0: none; see q8_blocks_), and matmul's input:

@@ -20,6 +20,29 @@ using test::greedy_request;
 using test::make_prompt;
 using test::reference_tokens;
 
+// Keeps the scheduler thread inside a call (as in a long step) until release().
+struct SchedulerHold {
+  explicit SchedulerHold(ThreadedEngine& e) : released(release_.get_future().share()) {
+    holder = std::thread([this, &e] {
+      e.call([this](Scheduler&) {
+        blocked = true;
+        released.wait();
+      });
+    });
+  }
+  ~SchedulerHold() { release(); }
+  void release() {
+    if (holder.joinable()) {
+      release_.set_value();
+      holder.join();
+    }
+  }
+  std::promise<void> release_;
+  std::shared_future<void> released;
+  std::atomic<bool> blocked{false};
+  std::thread holder;
+};
+
 class ThreadedEngineTest : public test::TinyModelTest {
  protected:
   std::unique_ptr<ThreadedEngine> make(SchedConfig c) {
@@ -100,16 +123,8 @@ TEST_F(ThreadedEngineTest, CancelFromAnotherThreadFreesSlots) {
 TEST_F(ThreadedEngineTest, QueueFullWhileTheSchedulerIsBusy) {
   auto e = make({.kv_tokens = 256, .max_batch_tokens = 16, .prefill_chunk = 8, .max_running = 2, .max_queue = 2});
   Collector col;
-  std::promise<void> release;
-  std::shared_future<void> released = release.get_future().share();
-  std::atomic<bool> blocked{false};
-  std::thread holder([&] {
-    e->call([&](Scheduler&) {
-      blocked = true;
-      released.wait();
-    });
-  });
-  ASSERT_TRUE(wait_for([&] { return blocked.load(); }));
+  SchedulerHold hold(*e);
+  ASSERT_TRUE(wait_for([&] { return hold.blocked.load(); }));
   EXPECT_TRUE(e->submit(greedy_request(1, make_prompt(5, 1), 3), col.sink()).ok());
   EXPECT_TRUE(e->submit(greedy_request(2, make_prompt(5, 2), 3), col.sink()).ok());
   Status full = e->submit(greedy_request(3, make_prompt(5, 3), 3), col.sink());
@@ -117,8 +132,7 @@ TEST_F(ThreadedEngineTest, QueueFullWhileTheSchedulerIsBusy) {
   Status too_long = e->submit(greedy_request(4, make_prompt(300, 4), 3), col.sink());
   EXPECT_EQ(too_long.code(), ErrorCode::kInvalidArgument) << too_long.to_string();
   EXPECT_EQ(e->load().n_queued, 2);
-  release.set_value();
-  holder.join();
+  hold.release();
   e->drain();
   EXPECT_EQ(col.n_final(), 2);
 }
@@ -153,16 +167,8 @@ TEST_F(ThreadedEngineTest, CacheFeedDrainDoesNotWaitForTheSchedulerThread) {
   Collector col;
   ASSERT_TRUE(e->submit(greedy_request(1, make_prompt(12, 1), 4), col.sink()).ok());
   ASSERT_TRUE(wait_for([&] { return col.n_final() == 1; }));
-  std::promise<void> release;
-  std::shared_future<void> released = release.get_future().share();
-  std::atomic<bool> blocked{false};
-  std::thread holder([&] {
-    e->call([&](Scheduler&) {
-      blocked = true;
-      released.wait();
-    });
-  });
-  ASSERT_TRUE(wait_for([&] { return blocked.load(); }));
+  SchedulerHold hold(*e);
+  ASSERT_TRUE(wait_for([&] { return hold.blocked.load(); }));
   // The scheduler thread is stuck inside a call (as in a long step): the feed's reader still gets the
   // events published before it, and returns.
   std::atomic<bool> drained{false};
@@ -173,8 +179,7 @@ TEST_F(ThreadedEngineTest, CacheFeedDrainDoesNotWaitForTheSchedulerThread) {
     drained = true;
   });
   const bool returned = wait_for([&] { return drained.load(); }, 10000);
-  release.set_value();
-  holder.join();
+  hold.release();
   reader.join();
   EXPECT_TRUE(returned) << "drain_cache_events waited for the scheduler thread";
   EXPECT_GT(n.load(), 0);
