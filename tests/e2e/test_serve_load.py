@@ -183,8 +183,11 @@ def test_sigterm_under_load_finishes_accepted_requests_and_refuses_new(keel_bin,
             assert accepted.acquire(timeout=300)
         s.proc.send_signal(signal.SIGTERM)
         # New work is refused while the accepted requests drain: 503, or the listener is already closed.
+        # A request can still reach the server before it has taken the signal (the main thread waits in
+        # sigwait while the io threads serve); it is then served in full. Once one is refused, every
+        # later one must be.
         refused = []
-        while s.proc.poll() is None and len(refused) < 3:
+        while s.proc.poll() is None and sum(r != "served" for r in refused) < 3 and len(refused) < 100:
             try:
                 c.completions.create(model=MODEL, prompt="late", max_tokens=2)
                 refused.append("served")
@@ -195,6 +198,8 @@ def test_sigterm_under_load_finishes_accepted_requests_and_refuses_new(keel_bin,
         outputs = [r.result() for r in results]
     assert s.proc.wait(timeout=300) == 0
     assert all(finish == "length" and text for text, finish in outputs), outputs
-    assert refused and all(r in (503, "connection refused") for r in refused), refused
+    first = next((i for i, r in enumerate(refused) if r != "served"), len(refused))
+    after = refused[first:]
+    assert after and all(r in (503, "connection refused") for r in after), refused
     with pytest.raises(ConnectionRefusedError):
         socket.create_connection(("127.0.0.1", s.port), timeout=5).close()
