@@ -147,15 +147,4 @@ void launch_gemv_group_f32(const float* x, GemvGroup g, int n, int64_t k, cudaSt
   launch_w<float, float>(x, g, n, k, s);
 }
 
-void launch_gemv(const void* x, const void* w, const float* bias, void* out, int n, int64_t k, int64_t m, ActType t,
-                 cudaStream_t s) {
-  GemvGroup g{};
-  g.w[0] = w;
-  g.bias[0] = bias;
-  g.out[0] = out;
-  g.m[0] = m;
-  g.n_seg = 1;
-  launch_gemv_group(x, g, n, k, t, s);
-}
-
 }  // namespace keel::backend::cuda

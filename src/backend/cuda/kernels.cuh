@@ -39,12 +39,10 @@ void launch_write_kv(const void* k, const void* v, const int32_t* slots, int64_t
 void launch_silu_mul(const void* gate, const void* up, void* out, int64_t n, ActType t, cudaStream_t s);
 // out = a + b over n elements.
 void launch_add(const void* a, const void* b, void* out, int64_t n, ActType t, cudaStream_t s);
-// Decode-sized matmul (gemv.cu): out [n, m] (act) = x [n, k] . w [m, k]^T (+ bias [m] f32 when not null),
-// x and w bf16, n <= kGemvMaxTokens, k % 8 == 0 and x, w 16-byte aligned.
+// Decode-sized matmul (gemv.cu) of up to kGemvMaxSegments weights [m_i, k] sharing x in one launch:
+// out_i [n, m_i] (act) = x [n, k] . w_i^T (+ bias_i [m_i] f32 when not null), x and w bf16,
+// n <= kGemvMaxTokens, k % 8 == 0 and x, w 16-byte aligned.
 inline constexpr int kGemvMaxTokens = 8;
-void launch_gemv(const void* x, const void* w, const float* bias, void* out, int n, int64_t k, int64_t m, ActType t,
-                 cudaStream_t s);
-// Up to kGemvMaxSegments weights [m_i, k] sharing x in one launch: out_i [n, m_i] = x . w_i^T (+ bias_i).
 inline constexpr int kGemvMaxSegments = 3;
 struct GemvGroup {
   const void* w[kGemvMaxSegments];

@@ -1,7 +1,7 @@
 // CudaBackend::matmul and matmul_group: bf16 x and weights (the bf16 mode) or f32 x and weights (the
 // f32 mode, docs/cuda_backend.md "Precision"); the decode GEMV kernel for n <= gemv_max_tokens_ (1
-// unless KEEL_CUDA_GEMV_MAX_TOKENS says otherwise), cuBLAS GemmEx otherwise. In the f32 mode with KEEL_CUDA_F32_Q8ACT=1, x is first rounded to the cpu
-// backend's 8-bit activation grid where the weight came from a type cpu (dtype auto) dots with
+// unless KEEL_CUDA_GEMV_MAX_TOKENS says otherwise), cuBLAS GemmEx otherwise. In the f32 mode with
+// KEEL_CUDA_F32_Q8ACT=1, x is first rounded to the cpu backend's 8-bit activation grid where the weight came from a type cpu (dtype auto) dots with
 // quantized activations (q8_round.cu).
 #include <algorithm>
 #include <cstdint>
@@ -16,6 +16,15 @@ bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 
 // Elements per 16-byte vector of the GEMV kernel for matmul operands of `dt` (bf16: 8, f32: 4).
 int64_t gemv_vec(DType dt) { return dt == DType::kF32 ? 4 : 8; }
+
+// The GEMV launch for either mode's operands (f32: f32 x, weights and outputs).
+void launch_gemv_mode(const void* x, const GemvGroup& g, int n, int64_t k, ActType ot, bool f32, cudaStream_t s) {
+  if (f32) {
+    launch_gemv_group_f32(static_cast<const float*>(x), g, n, k, s);
+  } else {
+    launch_gemv_group(x, g, n, k, ot, s);
+  }
+}
 
 }  // namespace
 
@@ -66,17 +75,13 @@ void CudaBackend::matmul(const Tensor& x, const Tensor& w, const Tensor* bias, T
   if (skip_launch(xin, w.data, has_bias ? bias->data : nullptr, out.data, n, k, m, ot, f32)) return;
   const float* b = has_bias ? static_cast<const float*>(bias->data) : nullptr;
   if (n <= gemv_max_tokens_ && k % gemv_vec(w.dtype) == 0 && aligned16(xin) && aligned16(w.data)) {
-    if (f32) {
-      GemvGroup g{};
-      g.w[0] = w.data;
-      g.bias[0] = b;
-      g.out[0] = out.data;
-      g.m[0] = m;
-      g.n_seg = 1;
-      launch_gemv_group_f32(static_cast<const float*>(xin), g, static_cast<int>(n), k, stream_);
-    } else {
-      launch_gemv(xin, w.data, b, out.data, static_cast<int>(n), k, m, ot, stream_);
-    }
+    GemvGroup g{};
+    g.w[0] = w.data;
+    g.bias[0] = b;
+    g.out[0] = out.data;
+    g.m[0] = m;
+    g.n_seg = 1;
+    launch_gemv_mode(xin, g, static_cast<int>(n), k, ot, f32, stream_);
     return;
   }
   // Row-major out[n, m] = x[n, k] . w[m, k]^T is column-major out^T[m, n] = w^T . x. f32 operands with
@@ -97,7 +102,7 @@ void CudaBackend::matmul_group(const Tensor& x, std::span<const MatmulTarget> ta
   bool one_launch = n <= gemv_max_tokens_ && n > 0 && (x.dtype == DType::kBF16 || f32) && k % gemv_vec(x.dtype) == 0 &&
                     aligned16(x.data) && !targets.empty() &&
                     targets.size() <= static_cast<size_t>(kGemvMaxSegments) &&
-                    targets[0].out->dtype == (f32 ? DType::kF32 : targets[0].out->dtype);
+                    (!f32 || targets[0].out->dtype == DType::kF32);
   for (const MatmulTarget& t : targets) {
     one_launch = one_launch && t.w->dtype == x.dtype && t.w->row_len() == k && aligned16(t.w->data) &&
                  (!f32 || q8_block(t.w->data) == block) && t.out->dtype == targets[0].out->dtype &&
@@ -127,11 +132,7 @@ void CudaBackend::matmul_group(const Tensor& x, std::span<const MatmulTarget> ta
                   g.m[0], g.m[1], g.m[2], g.n_seg, n, k, ot, f32)) {
     return;
   }
-  if (f32) {
-    launch_gemv_group_f32(static_cast<const float*>(xin), g, static_cast<int>(n), k, stream_);
-  } else {
-    launch_gemv_group(xin, g, static_cast<int>(n), k, ot, stream_);
-  }
+  launch_gemv_mode(xin, g, static_cast<int>(n), k, ot, f32, stream_);
 }
 
 }  // namespace keel::backend::cuda
