@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <string>
 
 #include "tensor/half.h"
 
@@ -78,5 +79,21 @@ double rel_err(const std::vector<float>& a, const std::vector<float>& b) {
 }
 
 double tolerance(DType t) { return t == DType::kBF16 ? 1e-2 : 1e-5; }
+
+void expect_matmul_group(Backend& gpu, Backend& cpu, const Tensor& xg, const Tensor& xc, GroupOperands& ops, double tol,
+                         const std::string& what) {
+  std::vector<Backend::MatmulTarget> targets;
+  for (size_t i = 0; i < ops.wg.size(); ++i) {
+    targets.push_back({&ops.wg[i].tensor(), i == 1 ? &ops.bg[i].tensor() : nullptr, &ops.og[i].tensor()});
+    cpu.matmul(xc, ops.wc[i].tensor(), i == 1 ? &ops.bc[i].tensor() : nullptr, ops.oc[i].tensor());
+    gpu.matmul(xg, ops.wg[i].tensor(), i == 1 ? &ops.bg[i].tensor() : nullptr, ops.single[i].tensor());
+  }
+  gpu.matmul_group(xg, targets);
+  for (size_t i = 0; i < ops.wg.size(); ++i) {
+    const auto got = read(gpu, ops.og[i].tensor());
+    EXPECT_LE(rel_err(got, read(cpu, ops.oc[i].tensor())), tol) << what << " target " << i;
+    EXPECT_EQ(got, read(gpu, ops.single[i].tensor())) << what << " target " << i;
+  }
+}
 
 }  // namespace keel::gpu_test

@@ -44,6 +44,17 @@ double rel_err(const std::vector<float>& a, const std::vector<float>& b);
 // Error bound for an activation dtype: bf16 1e-2, f32 1e-5.
 double tolerance(DType t);
 
+// The targets of a matmul_group check on both backends: weights, biases, the group's outputs (og on
+// the GPU, oc the CPU's) and the GPU's single-matmul outputs.
+struct GroupOperands {
+  std::vector<Buffer> wg, wc, bg, bc, og, oc, single;
+};
+// Runs every target through gpu.matmul_group (the second one with its bias), and each through
+// gpu.matmul (into `single`) and cpu.matmul: each group output must be within `tol` of the CPU's and
+// equal the GPU's single matmul bitwise. `what` names the case in failure messages.
+void expect_matmul_group(Backend& gpu, Backend& cpu, const Tensor& xg, const Tensor& xc, GroupOperands& ops, double tol,
+                         const std::string& what);
+
 // Base of the tests parameterised on the activation dtype: a fresh seed per test (recorded as the
 // test's "seed" property), and inputs both backends hold exactly (bf16-rounded when the dtype is bf16).
 class ActParamTest : public ::testing::TestWithParam<DType> {

@@ -5,6 +5,7 @@
 // <= 1e-5 (TF32 would miss that at k = 4096). With KEEL_CUDA_F32_Q8ACT=1 the f32 mode rounds the
 // activations to 8 bits as the CPU backend's default (dtype auto) does before its integer dots: that
 // variant is checked against the default CPU backend (without the rounding the error is ~1e-2).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -151,36 +152,24 @@ TEST(F32Mode, GroupMatchesSingleAndCpu) {
       const auto x = random_floats(rng, static_cast<size_t>(n * k));
       Buffer xg = make(gpu, DType::kF32, make_shape({n, k}), x), xc = make(cpu, DType::kF32, make_shape({n, k}), x);
       std::vector<std::vector<uint8_t>> wbytes;
-      std::vector<Buffer> wg, wc, bg, bc, og, oc, single;
-      std::vector<Backend::MatmulTarget> tg;
+      GroupOperands ops;
       for (size_t i = 0; i < ms.size(); ++i) {
         const int64_t m = ms[i];
         wbytes.push_back(random_weight(rng, wt, m, k));
         const tensor::TensorView view{wt, make_shape({m, k}), wbytes.back().data(), wbytes.back().size()};
         const auto b = random_floats(rng, static_cast<size_t>(m));
-        wg.push_back(gpu.upload_weight(view).value());
-        wc.push_back(cpu.upload_weight(view).value());
-        bg.push_back(make(gpu, DType::kF32, make_shape({m}), b));
-        bc.push_back(make(cpu, DType::kF32, make_shape({m}), b));
-        og.push_back(gpu.alloc(DType::kF32, make_shape({n, m})));
-        poison(gpu, og.back().tensor());
-        oc.push_back(cpu.alloc(DType::kF32, make_shape({n, m})));
-        single.push_back(gpu.alloc(DType::kF32, make_shape({n, m})));
-        poison(gpu, single.back().tensor());
+        ops.wg.push_back(gpu.upload_weight(view).value());
+        ops.wc.push_back(cpu.upload_weight(view).value());
+        ops.bg.push_back(make(gpu, DType::kF32, make_shape({m}), b));
+        ops.bc.push_back(make(cpu, DType::kF32, make_shape({m}), b));
+        ops.og.push_back(gpu.alloc(DType::kF32, make_shape({n, m})));
+        poison(gpu, ops.og.back().tensor());
+        ops.oc.push_back(cpu.alloc(DType::kF32, make_shape({n, m})));
+        ops.single.push_back(gpu.alloc(DType::kF32, make_shape({n, m})));
+        poison(gpu, ops.single.back().tensor());
       }
-      for (size_t i = 0; i < ms.size(); ++i) {
-        tg.push_back({&wg[i].tensor(), i == 1 ? &bg[i].tensor() : nullptr, &og[i].tensor()});
-        cpu.matmul(xc.tensor(), wc[i].tensor(), i == 1 ? &bc[i].tensor() : nullptr, oc[i].tensor());
-        gpu.matmul(xg.tensor(), wg[i].tensor(), i == 1 ? &bg[i].tensor() : nullptr, single[i].tensor());
-      }
-      gpu.matmul_group(xg.tensor(), tg);
-      for (size_t i = 0; i < ms.size(); ++i) {
-        const auto got = read(gpu, og[i].tensor());
-        EXPECT_LE(rel_err(got, read(cpu, oc[i].tensor())), 1e-5)
-            << tensor::dtype_name(wt) << " " << n << "x" << k << " target " << i << " seed " << seed;
-        EXPECT_EQ(got, read(gpu, single[i].tensor()))
-            << tensor::dtype_name(wt) << " " << n << "x" << k << " target " << i;
-      }
+      expect_matmul_group(gpu, cpu, xg.tensor(), xc.tensor(), ops, 1e-5,
+                          fmt::format("{} {}x{} seed {}", tensor::dtype_name(wt), n, k, seed));
     }
   }
 }

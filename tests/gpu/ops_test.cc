@@ -1,5 +1,6 @@
 // Every CUDA op but attention against the CPU backend on fresh random inputs, f32 and bf16
 // activations, several shapes including odd sizes; outputs poisoned with NaN first.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -241,33 +242,22 @@ TEST(Matmul, GroupMatchesSingleAndCpu) {
     const auto x = round_bf16(random_floats(rng, static_cast<size_t>(n * k)));
     Buffer xg = make(gpu, DType::kBF16, make_shape({n, k}), x);
     Buffer xc = make(cpu, DType::kF32, make_shape({n, k}), x);
-    std::vector<Buffer> wg, wc, bg, bc, og, oc, single;
+    GroupOperands ops;
     for (int64_t m : ms) {
       const auto w = round_bf16(random_floats(rng, static_cast<size_t>(m * k), 0.1f));
       const auto b = random_floats(rng, static_cast<size_t>(m));
       const auto bits = to_bf16_bits(w);
       const tensor::TensorView view{DType::kBF16, make_shape({m, k}), bits.data(), bits.size() * 2};
-      wg.push_back(gpu.upload_weight(view).value());
-      wc.push_back(make(cpu, DType::kF32, make_shape({m, k}), w));
-      bg.push_back(make(gpu, DType::kF32, make_shape({m}), b));
-      bc.push_back(make(cpu, DType::kF32, make_shape({m}), b));
-      og.push_back(gpu.alloc(DType::kBF16, make_shape({n, m})));
-      poison(gpu, og.back().tensor());
-      oc.push_back(cpu.alloc(DType::kF32, make_shape({n, m})));
-      single.push_back(gpu.alloc(DType::kBF16, make_shape({n, m})));
+      ops.wg.push_back(gpu.upload_weight(view).value());
+      ops.wc.push_back(make(cpu, DType::kF32, make_shape({m, k}), w));
+      ops.bg.push_back(make(gpu, DType::kF32, make_shape({m}), b));
+      ops.bc.push_back(make(cpu, DType::kF32, make_shape({m}), b));
+      ops.og.push_back(gpu.alloc(DType::kBF16, make_shape({n, m})));
+      poison(gpu, ops.og.back().tensor());
+      ops.oc.push_back(cpu.alloc(DType::kF32, make_shape({n, m})));
+      ops.single.push_back(gpu.alloc(DType::kBF16, make_shape({n, m})));
     }
-    std::vector<Backend::MatmulTarget> tg;
-    for (size_t i = 0; i < ms.size(); ++i) {
-      tg.push_back({&wg[i].tensor(), i == 1 ? &bg[i].tensor() : nullptr, &og[i].tensor()});
-      cpu.matmul(xc.tensor(), wc[i].tensor(), i == 1 ? &bc[i].tensor() : nullptr, oc[i].tensor());
-      gpu.matmul(xg.tensor(), wg[i].tensor(), i == 1 ? &bg[i].tensor() : nullptr, single[i].tensor());
-    }
-    gpu.matmul_group(xg.tensor(), tg);
-    for (size_t i = 0; i < ms.size(); ++i) {
-      const auto got = read(gpu, og[i].tensor());
-      EXPECT_LE(rel_err(got, read(cpu, oc[i].tensor())), 1e-2) << n << "x" << k << " target " << i << " seed " << seed;
-      EXPECT_EQ(got, read(gpu, single[i].tensor())) << n << "x" << k << " target " << i;
-    }
+    expect_matmul_group(gpu, cpu, xg.tensor(), xc.tensor(), ops, 1e-2, fmt::format("{}x{} seed {}", n, k, seed));
   }
 }
 

@@ -11,12 +11,10 @@ changes no token and no log-probability.
 usage: serve_sampling.py KEEL_BINARY MODEL_DIR OUT_DIR
 Exit 0 when every request matched; prints one line per request.
 """
-import json
 import os
-import subprocess
 import sys
-import time
-import urllib.request
+
+from serve_util import cuda_server, post_completion
 
 PORT = 18441
 SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
@@ -39,32 +37,13 @@ REQUESTS = [
 ]
 
 
-def post(body):
-    req = urllib.request.Request(f"http://127.0.0.1:{PORT}/v1/completions", data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=120) as r:
-        return json.load(r)
-
-
 def run_server(keel, model, env_extra, args, log):
-    env = dict(os.environ, **env_extra)
-    proc = subprocess.Popen([keel, "serve", "-m", model, "--device", "cuda", "--port", str(PORT),
-                             "--mem-fraction", "0.05"] + args, stdout=log, stderr=subprocess.STDOUT, env=env)
-    try:
-        for _ in range(240):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{PORT}/health", timeout=2)
-                break
-            except Exception:
-                time.sleep(0.5)
+    with cuda_server(keel, model, PORT, args, log, env_extra):
         out = {}
         for name, body in REQUESTS:
-            r = post(dict(body, model=os.path.basename(model)))
+            r = post_completion(PORT, dict(body, model=os.path.basename(model)))
             out[name] = [(c["index"], c["text"], c.get("logprobs")) for c in r["choices"]]
         return out
-    finally:
-        proc.terminate()
-        proc.wait(timeout=60)
 
 
 def main():

@@ -18,8 +18,8 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
+
+from serve_util import cuda_server, post_completion
 
 PROMPTS = [
     ("chat", "What is the capital of France?"),
@@ -48,26 +48,9 @@ def generate(keel, model, device, dtype, kind, text):
 
 def serve_completions(keel, model, prompts, port=18443):
     """Greedy completions of raw prompts from `keel serve --device cuda --dtype f32`."""
-    proc = subprocess.Popen([keel, "serve", "-m", model, "--device", "cuda", "--dtype", "f32", "--port", str(port),
-                             "--mem-fraction", "0.05"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        for _ in range(240):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2)
-                break
-            except Exception:
-                time.sleep(0.5)
-        out = []
-        for text in prompts:
-            body = {"model": os.path.basename(model), "prompt": text, "max_tokens": 48, "temperature": 0}
-            req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/completions", data=json.dumps(body).encode(),
-                                         headers={"Content-Type": "application/json"})
-            with urllib.request.urlopen(req, timeout=120) as r:
-                out.append(json.load(r)["choices"][0]["text"])
-        return out
-    finally:
-        proc.terminate()
-        proc.wait(timeout=60)
+    with cuda_server(keel, model, port, ["--dtype", "f32"]):
+        return [post_completion(port, {"model": os.path.basename(model), "prompt": text, "max_tokens": 48,
+                                       "temperature": 0})["choices"][0]["text"] for text in prompts]
 
 
 def main():
