@@ -140,9 +140,20 @@ TEST_P(SampleRows, SameTokensAsHostSampler) {
   const int64_t vocab = GetParam();
   const uint64_t seed = fresh_seed();
   std::mt19937_64 rng(seed);
-  for (float scale : {1.0f, 4.0f}) {
+  // Scale 1 and 4 spread top-p's mass over thousands of tokens (the full-row path); 12 and the spiked
+  // rows (a model's usual shape: a few tokens far above the rest) keep it within a few hundred (the
+  // compact path, sampling.cu).
+  for (float scale : {1.0f, 4.0f, 12.0f, -1.0f}) {
     const int64_t rows = 24;
-    Logits l = make_logits(rng, rows, vocab, scale);
+    Logits l = make_logits(rng, rows, vocab, scale < 0 ? 2.0f : scale);
+    if (scale < 0) {
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int s = 0; s < 40; ++s) {
+          l.host[static_cast<size_t>(r * vocab) + rng() % static_cast<uint64_t>(vocab)] += 6.0f + static_cast<float>(s % 9);
+        }
+      }
+      l.dev = make(*backends().gpu, DType::kF32, tensor::make_shape({rows, vocab}), l.host);
+    }
     std::vector<Case> cases;
     for (const sample::SamplingParams& p : param_grid()) {
       Case c{.row = static_cast<int32_t>(rng() % rows), .params = p, .position = static_cast<int64_t>(rng() % 5000)};

@@ -7,7 +7,9 @@
 //   order-preserving keys; ties at the boundary taken in id order, as the CPU's sort does), min-p a
 //   per-token test against the top probability, top-p a radix select over probability mass in 2^-61
 //   fixed point (the smallest prefix of the sorted order whose mass reaches top_p, ties again in id
-//   order; per-warp histograms in shared memory keep the atomics off a few hot bins); then the
+//   order; per-warp histograms in shared memory keep the atomics off a few hot bins; when the nearest
+//   candidates, at most kCompactCap, already hold top_p of the mass, the selection and the draw run over
+//   a copy of just those in shared memory, which gives the same token); then the
 //   Gumbel-max draw over the survivors with the same counter-based noise (base/counter_rng.h), so a seeded
 //   request draws the same token as on the CPU (up to last-bit differences of sums taken in another
 //   order). Every pass reads the row from L2/HBM; no sort, no global scratch.
@@ -25,6 +27,12 @@ namespace {
 constexpr int kThreads = 1024;
 constexpr int kWarps = kThreads / 32;
 constexpr int kWhistBytes = kWarps * 256 * 8;  // per-warp radix histograms, dynamic shared memory
+// top-p's compact path: the candidates within kBins / kBinsPerUnit temperature units of the top logit,
+// at most kCompactCap of them, copied in id order into shared memory after the histograms.
+constexpr int kCompactCap = 4096;
+constexpr int kBins = 64;
+constexpr float kBinsPerUnit = 2.0f;
+constexpr int kSmemBytes = kWhistBytes + kCompactCap * 8;
 
 // Larger float -> larger key (NaN aside); -0 and +0 get the same key, as they compare equal (the host
 // sampler's sort treats them as ties and orders them by id).
@@ -112,6 +120,30 @@ __device__ int32_t nth_in_order(int64_t vocab, int64_t need, F flag, Shared& sh)
   return INT_MAX;
 }
 
+// Copies the tokens with flag(i) (at most kCompactCap; the caller guarantees it) in id order: their
+// logits to vals, their ids to ids. Returns how many.
+template <typename F>
+__device__ int compact_in_order(const float* x, int64_t vocab, F flag, float* vals, int32_t* ids, Shared& sh) {
+  int n = 0;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  for (int64_t base = 0; base < vocab; base += kThreads) {
+    const int64_t i = base + threadIdx.x;
+    const bool f = i < vocab && flag(i);
+    const unsigned ballot = __ballot_sync(0xffffffffu, f);
+    if (lane == 0) sh.i[warp] = __popc(ballot);
+    __syncthreads();
+    int prefix = __popc(ballot & ((1u << lane) - 1u)), total = 0;
+    for (int w = 0; w < kWarps; ++w) {
+      prefix += w < warp ? sh.i[w] : 0;
+      total += sh.i[w];
+    }
+    if (f) vals[n + prefix] = x[i], ids[n + prefix] = static_cast<int32_t>(i);
+    n += total;
+    __syncthreads();
+  }
+  return n;
+}
+
 // Radix select over the order keys of the tokens with flag(i, key), by weight(v) (u64: 1 for counts,
 // fixed-point probability mass for top-p; integer sums are exact, so a bin's weight is exactly the sum
 // of its sub-bins'). Returns the key at which the weight of the tokens with larger keys first reaches
@@ -196,7 +228,7 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* logits, c
                                                           const SampleRowDev* rows, const int32_t* src_scratch,
                                                           int32_t* tokens) {
   __shared__ Shared sh;
-  extern __shared__ uint64_t whist[];  // [kWarps * 256]
+  extern __shared__ uint64_t whist[];  // [kWarps * 256], then the compact path's kCompactCap entries
   __shared__ float fkeys[kWarps];
   __shared__ double dkeys[kWarps];
   const SampleRowDev r = rows[blockIdx.x];
@@ -237,10 +269,24 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* logits, c
   const double t = static_cast<double>(r.temperature);
   auto expd = [&](float v) { return exp((static_cast<double>(v) - static_cast<double>(mx)) / t); };
   auto pf = [&](float v) { return static_cast<float>(expd(v)); };  // the CPU keeps probabilities as float
+  // With top-p, the same pass counts the candidates per distance from the top logit (in 1 / kBinsPerUnit
+  // temperature units), per warp, for the compact path below.
+  const bool want_p = r.top_p < 1.0f;
+  auto dist = [&](float v) { return __fmul_rn(__fdiv_rn(__fsub_rn(mx, v), r.temperature), kBinsPerUnit); };
+  auto* bins = reinterpret_cast<uint32_t*>(whist);  // [kWarps][kBins], until the radix selects reuse whist
+  if (want_p) {
+    for (int b = threadIdx.x; b < kWarps * kBins; b += kThreads) bins[b] = 0;
+    __syncthreads();
+  }
   double sum = 0.0;
   for (int64_t i = threadIdx.x; i < vocab; i += kThreads) {
     const float v = x[i];
-    if (in_c(i, order_key(v))) sum += expd(v);
+    if (!in_c(i, order_key(v))) continue;
+    sum += expd(v);
+    if (want_p) {
+      const float d = dist(v);
+      if (d < static_cast<float>(kBins)) atomicAdd(&bins[(threadIdx.x >> 5) * kBins + static_cast<int>(d)], 1u);
+    }
   }
   sum = block_sum(sum, sh.d);
 
@@ -256,15 +302,65 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* logits, c
   bool topp = false;
   uint32_t vp = 0;
   int32_t tie_p = INT_MAX;
-  if (r.top_p < 1.0f) {
-    auto fixed = [&](float v) { return static_cast<uint64_t>(mass(v) * kMassScale); };
+  float* cv = reinterpret_cast<float*>(whist + kWarps * 256);  // the compact path's logits, in id order
+  int32_t* cid = reinterpret_cast<int32_t*>(cv + kCompactCap);    // and their ids
+  int n_compact = -1;                                             // >= 0: the survivors are all in cv
+  auto fixed = [&](float v) { return static_cast<uint64_t>(mass(v) * kMassScale); };
+  const auto target = static_cast<uint64_t>(static_cast<double>(r.top_p) * kMassScale);
+  if (want_p) {
+    // Compact path: the candidates of the nearest bins (as many bins as fit kCompactCap) are an upper
+    // set of the candidates in logit order; when their mass reaches top_p, the top-p boundary lies among
+    // them, so the selection over them equals the one over the whole row, without its passes.
+    for (int bin = threadIdx.x; bin < kBins; bin += kThreads) {
+      uint64_t c = 0;
+      for (int w = 0; w < kWarps; ++w) c += bins[w * kBins + bin];
+      sh.hist[bin] = c;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      uint64_t cum = 0;
+      int last = -1;
+      for (int bin = 0; bin < kBins && cum + sh.hist[bin] <= static_cast<uint64_t>(kCompactCap); ++bin) {
+        cum += sh.hist[bin];
+        last = bin;
+      }
+      sh.bin = last;
+    }
+    __syncthreads();
+    const int last_bin = sh.bin;
+    if (last_bin >= 0) {
+      const auto reach = static_cast<float>(last_bin + 1);
+      const int n = compact_in_order(x, vocab, [&](int64_t i) {
+        const float v = x[i];
+        const uint32_t k = order_key(v);
+        return in_c(i, k) && dist(v) < reach && in_m(i, k);
+      }, cv, cid, sh);
+      uint64_t mass_c = 0;
+      for (int j = threadIdx.x; j < n; j += kThreads) mass_c += fixed(cv[j]);
+      if (block_sum(mass_c, sh.u) >= target) {
+        n_compact = n;
+        topp = true;
+        uint64_t rem = 0;
+        vp = radix_select(cv, n, target, [](int64_t, uint32_t) { return true; }, fixed, &rem, whist, sh);
+        const uint64_t p_star = fixed(key_value(vp));
+        uint64_t n_eq = 0;
+        for (int j = threadIdx.x; j < n; j += kThreads) n_eq += order_key(cv[j]) == vp ? 1 : 0;
+        const auto ties = static_cast<int64_t>(block_sum(n_eq, sh.u));
+        const int64_t take = p_star == 0 ? ties : static_cast<int64_t>((rem + p_star - 1) / p_star);
+        if (take < ties) {  // cv is in id order: its take-th tie is the row's
+          const int32_t j = nth_in_order(n, take < 1 ? 1 : take, [&](int64_t j) { return order_key(cv[j]) == vp; }, sh);
+          tie_p = j == INT_MAX ? INT_MAX : cid[j];
+        }
+      }
+    }
+  }
+  if (want_p && n_compact < 0) {
     uint64_t total = 0;
     for (int64_t i = threadIdx.x; i < vocab; i += kThreads) {
       const float v = x[i];
       if (in_m(i, order_key(v))) total += fixed(v);
     }
     total = block_sum(total, sh.u);
-    const auto target = static_cast<uint64_t>(static_cast<double>(r.top_p) * kMassScale);
     if (total >= target) {
       topp = true;
       uint64_t rem = 0;
@@ -291,13 +387,22 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* logits, c
   const double inv_t = 1.0 / t;
   double best = -INFINITY;
   int32_t best_id = INT_MAX;
-  for (int64_t i = threadIdx.x; i < vocab; i += kThreads) {
-    const float v = x[i];
-    const uint32_t k = order_key(v);
-    if (!in_m(i, k) || (topp && !(k > vp || (k == vp && i <= tie_p)))) continue;
+  auto draw = [&](int64_t i, float v) {
     const double u = uniform_open(r.seed, static_cast<uint64_t>(r.position), static_cast<uint64_t>(i));
     const double key = __dsub_rn(__dmul_rn(static_cast<double>(v), inv_t), log(-log(u)));
     if (key > best || (key == best && i < best_id)) best = key, best_id = static_cast<int32_t>(i);
+  };
+  auto survives = [&](int64_t i, uint32_t k) { return !topp || k > vp || (k == vp && i <= tie_p); };
+  if (n_compact >= 0) {  // every survivor is in cv (and a candidate)
+    for (int j = threadIdx.x; j < n_compact; j += kThreads) {
+      if (survives(cid[j], order_key(cv[j]))) draw(cid[j], cv[j]);
+    }
+  } else {
+    for (int64_t i = threadIdx.x; i < vocab; i += kThreads) {
+      const float v = x[i];
+      const uint32_t k = order_key(v);
+      if (in_m(i, k) && survives(i, k)) draw(i, v);
+    }
   }
   const int32_t id = block_argmax(best, best_id, dkeys, sh);
   if (threadIdx.x == 0) tokens[blockIdx.x] = id;
@@ -318,11 +423,11 @@ void launch_sample(const float* logits, const float* scratch, int64_t vocab, con
   if (n_rows == 0) return;
   static bool smem_set = false;  // the backend's one thread launches this
   if (!smem_set) {
-    cudaFuncSetAttribute(sample_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kWhistBytes);
+    cudaFuncSetAttribute(sample_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
     KEEL_CUDA_LAUNCHED();
     smem_set = true;
   }
-  sample_kernel<<<n_rows, kThreads, kWhistBytes, s>>>(logits, scratch, vocab, rows, src_scratch, tokens);
+  sample_kernel<<<n_rows, kThreads, kSmemBytes, s>>>(logits, scratch, vocab, rows, src_scratch, tokens);
   KEEL_CUDA_LAUNCHED();
 }
 
