@@ -131,5 +131,7 @@ void launch_sample_process(const float* logits, int64_t vocab, const SampleRowDe
 // tokens[i] for rows[i], i < n_rows, read from scratch row src_scratch[i] when >= 0, else from its logits row.
 void launch_sample(const float* logits, const float* scratch, int64_t vocab, const SampleRowDev* rows,
                    const int32_t* src_scratch, int n_rows, int32_t* tokens, cudaStream_t s);
+// Whether top-p may take its compact path (default on; KEEL_CUDA_TOPP_COMPACT=0 turns it off): for A/B runs.
+void sample_set_topp_compact(bool on);
 
 }  // namespace keel::backend::cuda

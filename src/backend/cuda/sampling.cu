@@ -16,6 +16,8 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 
 #include "backend/cuda/kernels.cuh"
 #include "backend/cuda/launch_check.h"
@@ -27,11 +29,12 @@ namespace {
 constexpr int kThreads = 1024;
 constexpr int kWarps = kThreads / 32;
 constexpr int kWhistBytes = kWarps * 256 * 8;  // per-warp radix histograms, dynamic shared memory
-// top-p's compact path: the candidates within kBins / kBinsPerUnit temperature units of the top logit,
-// at most kCompactCap of them, copied in id order into shared memory after the histograms.
-constexpr int kCompactCap = 4096;
-constexpr int kBins = 64;
-constexpr float kBinsPerUnit = 2.0f;
+// top-p's compact path: the candidates within kReach[q] temperature units of the top logit (the nearest
+// reach holding about top_p of the mass, at most kCompactCap of them), copied in id order into shared
+// memory after the histograms (192 KiB in all, of the H100/H200's 227 KiB per block).
+constexpr int kCompactCap = 16384;
+constexpr int kReaches = 6;
+__device__ constexpr float kReach[kReaches] = {1.0f, 2.0f, 4.0f, 8.0f, 16.0f, 32.0f};
 constexpr int kSmemBytes = kWhistBytes + kCompactCap * 8;
 
 // Larger float -> larger key (NaN aside); -0 and +0 get the same key, as they compare equal (the host
@@ -121,26 +124,35 @@ __device__ int32_t nth_in_order(int64_t vocab, int64_t need, F flag, Shared& sh)
 }
 
 // Copies the tokens with flag(i) (at most kCompactCap; the caller guarantees it) in id order: their
-// logits to vals, their ids to ids. Returns how many.
+// logits to vals, their ids to ids. Returns how many. Each warp takes a contiguous range of ids, counts
+// its tokens, then writes them after those of the warps before it: two passes without block barriers in
+// the loops, so the loads of a warp stay in flight (one barrier per 1,024 ids left them latency-bound).
 template <typename F>
 __device__ int compact_in_order(const float* x, int64_t vocab, F flag, float* vals, int32_t* ids, Shared& sh) {
-  int n = 0;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  for (int64_t base = 0; base < vocab; base += kThreads) {
-    const int64_t i = base + threadIdx.x;
-    const bool f = i < vocab && flag(i);
-    const unsigned ballot = __ballot_sync(0xffffffffu, f);
-    if (lane == 0) sh.i[warp] = __popc(ballot);
-    __syncthreads();
-    int prefix = __popc(ballot & ((1u << lane) - 1u)), total = 0;
-    for (int w = 0; w < kWarps; ++w) {
-      prefix += w < warp ? sh.i[w] : 0;
-      total += sh.i[w];
-    }
-    if (f) vals[n + prefix] = x[i], ids[n + prefix] = static_cast<int32_t>(i);
-    n += total;
-    __syncthreads();
+  const int64_t span = (vocab + kWarps * 32 - 1) / (kWarps * 32) * 32;  // ids per warp, a multiple of 32
+  const int64_t lo = warp * span, hi = lo + span < vocab ? lo + span : vocab;
+  int mine = 0;
+  for (int64_t i = lo + lane; i - lane < hi; i += 32) mine += __popc(__ballot_sync(0xffffffffu, i < hi && flag(i)));
+  __syncthreads();  // sh.i may still be read by the caller's previous step
+  if (lane == 0) sh.i[warp] = mine;
+  __syncthreads();
+  int n = 0, before = 0;
+  for (int w = 0; w < kWarps; ++w) {
+    before += w < warp ? sh.i[w] : 0;
+    n += sh.i[w];
   }
+  for (int64_t i = lo + lane; i - lane < hi; i += 32) {
+    const bool f = i < hi && flag(i);
+    const unsigned ballot = __ballot_sync(0xffffffffu, f);
+    if (f) {
+      const int at = before + __popc(ballot & ((1u << lane) - 1u));
+      vals[at] = x[i];
+      ids[at] = static_cast<int32_t>(i);
+    }
+    before += __popc(ballot);
+  }
+  __syncthreads();
   return n;
 }
 
@@ -194,6 +206,73 @@ __device__ uint32_t radix_select(const float* x, int64_t vocab, uint64_t need, F
   return prefix;
 }
 
+// top-p over the tokens j < n of arr with flag(j, key) (mass by fixed(v)): false when their mass is below
+// target; else *vp, the key of the boundary, and *tie, the id (id_of(j)) of the last boundary tie taken
+// (INT_MAX: all of them). Ties are taken in the order of arr, which is id order.
+template <typename F, typename W, typename Id>
+__device__ bool select_top_p(const float* arr, int64_t n, uint64_t target, F flag, W fixed, Id id_of, uint32_t* vp,
+                             int32_t* tie, uint64_t* whist, Shared& sh) {
+  uint64_t total = 0;
+  for (int64_t j = threadIdx.x; j < n; j += kThreads) {
+    const float v = arr[j];
+    if (flag(j, order_key(v))) total += fixed(v);
+  }
+  if (block_sum(total, sh.u) < target) return false;
+  uint64_t rem = 0;
+  const uint32_t key = radix_select(arr, n, target, flag, fixed, &rem, whist, sh);
+  auto at_key = [&](int64_t j) {
+    const uint32_t k = order_key(arr[j]);
+    return k == key && flag(j, k);
+  };
+  const uint64_t p_star = fixed(key_value(key));
+  uint64_t n_eq = 0;
+  for (int64_t j = threadIdx.x; j < n; j += kThreads) n_eq += at_key(j) ? 1 : 0;
+  const auto ties = static_cast<int64_t>(block_sum(n_eq, sh.u));
+  // The first `take` ties complete the mass; a zero-mass tie takes them all.
+  const int64_t take = p_star == 0 ? ties : static_cast<int64_t>((rem + p_star - 1) / p_star);
+  *vp = key;
+  *tie = INT_MAX;
+  if (take < ties) {
+    const int32_t j = nth_in_order(n, take < 1 ? 1 : take, at_key, sh);
+    if (j != INT_MAX) *tie = id_of(j);
+  }
+  return true;
+}
+
+// The compact path's reach (an index into kReach): the nearest one whose candidates, at most kCompactCap,
+// hold about `want` of the softmax's unnormalised mass; -1 when none does. near_n / near_mass: this
+// thread's counts and float masses per reach; red: kWarps * 2 * kReaches floats of scratch.
+__device__ int pick_reach(const int (&near_n)[kReaches], const float (&near_mass)[kReaches], double want, float* red,
+                          Shared& sh) {
+#pragma unroll
+  for (int q = 0; q < kReaches; ++q) {
+    float c = static_cast<float>(near_n[q]), m = near_mass[q];
+    for (int o = 16; o > 0; o >>= 1) {
+      c += __shfl_xor_sync(0xffffffffu, c, o);
+      m += __shfl_xor_sync(0xffffffffu, m, o);
+    }
+    float* mine = red + (threadIdx.x >> 5) * 2 * kReaches;
+    if ((threadIdx.x & 31) == 0) mine[q] = c, mine[kReaches + q] = m;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    sh.bin = -1;
+    for (int q = 0; q < kReaches; ++q) {
+      float c = 0.0f, m = 0.0f;
+      for (int w = 0; w < kWarps; ++w) c += red[w * 2 * kReaches + q], m += red[w * 2 * kReaches + kReaches + q];
+      if (c > static_cast<float>(kCompactCap)) break;
+      // A float estimate with a margin (a reach just short of top_p would fail the exact fixed-point
+      // check and cost the whole-row path): the exact sum decides.
+      if (static_cast<double>(m) >= 1.0001 * want) {
+        sh.bin = q;
+        break;
+      }
+    }
+  }
+  __syncthreads();
+  return sh.bin;
+}
+
 // Fixed-point scale of probability mass (the candidates' masses sum to 1 up to rounding: 8x headroom).
 constexpr double kMassScale = 2305843009213693952.0;  // 2^61
 
@@ -226,7 +305,7 @@ __global__ void __launch_bounds__(kThreads) sample_process_kernel(const float* l
 
 __global__ void __launch_bounds__(kThreads) sample_kernel(const float* logits, const float* scratch, int64_t vocab,
                                                           const SampleRowDev* rows, const int32_t* src_scratch,
-                                                          int32_t* tokens) {
+                                                          int32_t* tokens, bool compact) {
   __shared__ Shared sh;
   extern __shared__ uint64_t whist[];  // [kWarps * 256], then the compact path's kCompactCap entries
   __shared__ float fkeys[kWarps];
@@ -269,23 +348,27 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* logits, c
   const double t = static_cast<double>(r.temperature);
   auto expd = [&](float v) { return exp((static_cast<double>(v) - static_cast<double>(mx)) / t); };
   auto pf = [&](float v) { return static_cast<float>(expd(v)); };  // the CPU keeps probabilities as float
-  // With top-p, the same pass counts the candidates per distance from the top logit (in 1 / kBinsPerUnit
-  // temperature units), per warp, for the compact path below.
+  // With top-p, the same pass counts the candidates within each reach of the top logit (in temperature
+  // units) and their approximate mass, in registers, for the compact path below.
   const bool want_p = r.top_p < 1.0f;
-  auto dist = [&](float v) { return __fmul_rn(__fdiv_rn(__fsub_rn(mx, v), r.temperature), kBinsPerUnit); };
-  auto* bins = reinterpret_cast<uint32_t*>(whist);  // [kWarps][kBins], until the radix selects reuse whist
-  if (want_p) {
-    for (int b = threadIdx.x; b < kWarps * kBins; b += kThreads) bins[b] = 0;
-    __syncthreads();
-  }
+  // Reach q holds the logits above floor_of[q]: any function of q works as long as both passes use the
+  // same one (an upper set of the candidates, by logit).
+  float floor_of[kReaches];
+#pragma unroll
+  for (int q = 0; q < kReaches; ++q) floor_of[q] = mx - kReach[q] * r.temperature;
+  int near_n[kReaches] = {};
+  float near_mass[kReaches] = {};
   double sum = 0.0;
   for (int64_t i = threadIdx.x; i < vocab; i += kThreads) {
     const float v = x[i];
     if (!in_c(i, order_key(v))) continue;
-    sum += expd(v);
+    const double e = expd(v);
+    sum += e;
     if (want_p) {
-      const float d = dist(v);
-      if (d < static_cast<float>(kBins)) atomicAdd(&bins[(threadIdx.x >> 5) * kBins + static_cast<int>(d)], 1u);
+#pragma unroll
+      for (int q = 0; q < kReaches; ++q) {
+        if (v > floor_of[q]) ++near_n[q], near_mass[q] += static_cast<float>(e);
+      }
     }
   }
   sum = block_sum(sum, sh.d);
@@ -298,88 +381,36 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* logits, c
   };
   auto mass = [&](float v) { return static_cast<double>(pf(v)) / sum; };
 
-  // top-p: the shortest prefix of the sorted candidates whose mass reaches top_p.
+  // top-p: the shortest prefix of the sorted candidates whose mass reaches top_p. Compact path: the
+  // candidates within the nearest reach that holds top_p (at most kCompactCap of them) are an upper set
+  // of the candidates in logit order, so when their mass reaches top_p the boundary lies among them and
+  // the selection over a copy of them (in id order) equals the one over the whole row, without its passes.
   bool topp = false;
   uint32_t vp = 0;
   int32_t tie_p = INT_MAX;
   float* cv = reinterpret_cast<float*>(whist + kWarps * 256);  // the compact path's logits, in id order
   int32_t* cid = reinterpret_cast<int32_t*>(cv + kCompactCap);    // and their ids
   int n_compact = -1;                                             // >= 0: the survivors are all in cv
-  auto fixed = [&](float v) { return static_cast<uint64_t>(mass(v) * kMassScale); };
-  const auto target = static_cast<uint64_t>(static_cast<double>(r.top_p) * kMassScale);
   if (want_p) {
-    // Compact path: the candidates of the nearest bins (as many bins as fit kCompactCap) are an upper
-    // set of the candidates in logit order; when their mass reaches top_p, the top-p boundary lies among
-    // them, so the selection over them equals the one over the whole row, without its passes.
-    for (int bin = threadIdx.x; bin < kBins; bin += kThreads) {
-      uint64_t c = 0;
-      for (int w = 0; w < kWarps; ++w) c += bins[w * kBins + bin];
-      sh.hist[bin] = c;
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      uint64_t cum = 0;
-      int last = -1;
-      for (int bin = 0; bin < kBins && cum + sh.hist[bin] <= static_cast<uint64_t>(kCompactCap); ++bin) {
-        cum += sh.hist[bin];
-        last = bin;
-      }
-      sh.bin = last;
-    }
-    __syncthreads();
-    const int last_bin = sh.bin;
-    if (last_bin >= 0) {
-      const auto reach = static_cast<float>(last_bin + 1);
+    auto fixed = [&](float v) { return static_cast<uint64_t>(mass(v) * kMassScale); };
+    const auto target = static_cast<uint64_t>(static_cast<double>(r.top_p) * kMassScale);
+    const int pick = compact ? pick_reach(near_n, near_mass, r.top_p * sum, reinterpret_cast<float*>(whist), sh) : -1;
+    if (pick >= 0) {
+      const float lowest = floor_of[pick];
       const int n = compact_in_order(x, vocab, [&](int64_t i) {
         const float v = x[i];
         const uint32_t k = order_key(v);
-        return in_c(i, k) && dist(v) < reach && in_m(i, k);
+        return v > lowest && in_c(i, k) && in_m(i, k);
       }, cv, cid, sh);
-      uint64_t mass_c = 0;
-      for (int j = threadIdx.x; j < n; j += kThreads) mass_c += fixed(cv[j]);
-      if (block_sum(mass_c, sh.u) >= target) {
-        n_compact = n;
+      if (select_top_p(cv, n, target, [](int64_t, uint32_t) { return true; }, fixed, [&](int64_t j) { return cid[j]; },
+                       &vp, &tie_p, whist, sh)) {
         topp = true;
-        uint64_t rem = 0;
-        vp = radix_select(cv, n, target, [](int64_t, uint32_t) { return true; }, fixed, &rem, whist, sh);
-        const uint64_t p_star = fixed(key_value(vp));
-        uint64_t n_eq = 0;
-        for (int j = threadIdx.x; j < n; j += kThreads) n_eq += order_key(cv[j]) == vp ? 1 : 0;
-        const auto ties = static_cast<int64_t>(block_sum(n_eq, sh.u));
-        const int64_t take = p_star == 0 ? ties : static_cast<int64_t>((rem + p_star - 1) / p_star);
-        if (take < ties) {  // cv is in id order: its take-th tie is the row's
-          const int32_t j = nth_in_order(n, take < 1 ? 1 : take, [&](int64_t j) { return order_key(cv[j]) == vp; }, sh);
-          tie_p = j == INT_MAX ? INT_MAX : cid[j];
-        }
+        n_compact = n;
       }
     }
-  }
-  if (want_p && n_compact < 0) {
-    uint64_t total = 0;
-    for (int64_t i = threadIdx.x; i < vocab; i += kThreads) {
-      const float v = x[i];
-      if (in_m(i, order_key(v))) total += fixed(v);
-    }
-    total = block_sum(total, sh.u);
-    if (total >= target) {
-      topp = true;
-      uint64_t rem = 0;
-      vp = radix_select(x, vocab, target, in_m, fixed, &rem, whist, sh);
-      const uint64_t p_star = fixed(key_value(vp));
-      int64_t n_eq = 0;
-      for (int64_t i = threadIdx.x; i < vocab; i += kThreads) {
-        const uint32_t k = order_key(x[i]);
-        n_eq += (k == vp && in_m(i, k)) ? 1 : 0;
-      }
-      n_eq = static_cast<int64_t>(block_sum(static_cast<uint64_t>(n_eq), sh.u));
-      // The first `take` ties (in id order) complete the mass; a zero-mass tie takes them all.
-      const int64_t take = p_star == 0 ? n_eq : static_cast<int64_t>((rem + p_star - 1) / p_star);
-      if (take < n_eq) {
-        tie_p = nth_in_order(vocab, take < 1 ? 1 : take, [&](int64_t i) {
-          const uint32_t k = order_key(x[i]);
-          return k == vp && in_m(i, k);
-        }, sh);
-      }
+    if (n_compact < 0) {
+      topp = select_top_p(x, vocab, target, in_m, fixed, [](int64_t i) { return static_cast<int32_t>(i); }, &vp, &tie_p,
+                          whist, sh);
     }
   }
 
@@ -408,7 +439,15 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* logits, c
   if (threadIdx.x == 0) tokens[blockIdx.x] = id;
 }
 
+// KEEL_CUDA_TOPP_COMPACT=0: top-p always over the whole row (the A/B of bench/cuda/sample_bench.cc).
+bool g_topp_compact = [] {
+  const char* e = std::getenv("KEEL_CUDA_TOPP_COMPACT");
+  return e == nullptr || std::strcmp(e, "0") != 0;
+}();
+
 }  // namespace
+
+void sample_set_topp_compact(bool on) { g_topp_compact = on; }
 
 void launch_sample_process(const float* logits, int64_t vocab, const SampleRowDev* rows, const int32_t* proc_rows,
                            int n_proc_rows, const SampleProcDev* procs, const uint32_t* masks, float* scratch,
@@ -427,7 +466,7 @@ void launch_sample(const float* logits, const float* scratch, int64_t vocab, con
     KEEL_CUDA_LAUNCHED();
     smem_set = true;
   }
-  sample_kernel<<<n_rows, kThreads, kSmemBytes, s>>>(logits, scratch, vocab, rows, src_scratch, tokens);
+  sample_kernel<<<n_rows, kThreads, kSmemBytes, s>>>(logits, scratch, vocab, rows, src_scratch, tokens, g_topp_compact);
   KEEL_CUDA_LAUNCHED();
 }
 
