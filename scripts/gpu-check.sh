@@ -96,6 +96,9 @@ if want bench; then
   # The decode GEMV alone per 8B projection shape at 1, 2, 4, 8 tokens: TB/s of weights.
   "$GEMV" >"$OUT/gemv_bench.log" 2>&1; rc=$?
   note "gemv bench" "rc=$rc"
+  # The device sampler alone: top-p's compact path on and off, same tokens required (rc 1 otherwise).
+  "$(find_bin keel_sample_bench)" >"$OUT/sample_bench.log" 2>&1; rc=$?
+  note "sample bench" "$([[ $rc == 0 ]] && echo "pass (same tokens)" || echo "FAIL rc=$rc")"
   KEEL_CUDA_STEP_TIMES=1 "$BENCH" bench/cuda/llama3-8b 512 8 2048 256 dS 1150 >"$OUT/bench_b256.log" 2>&1; rc=$?
   note "bench llama3-8b bs 256" "rc=$rc"
   # Small decode batches (2, 8): matmuls of 2-8 tokens through cuBLAS (the default) vs the GEMV kernel.
