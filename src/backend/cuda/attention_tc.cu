@@ -1,16 +1,17 @@
 // Prefill attention on tensor cores (FlashAttention-2 style), bf16 operands, f32 accumulation.
-// A block (WARPS warps) runs one item of the tensor-core plan: R = 16 x MT x WARPS query rows (64, 128
-// or 256: attention_tc_rows()) = tokens x all query heads of one kv head's GQA group (row r: token t0 + r / group, head r % group), so each K/V row is
-// read once per group and per R rows. Keys go in tiles of KEYS, gathered through the slot list into
-// shared memory with cp.async (two stages: the next tile loads while this one is computed; rows past
-// the block's last causal key are zero-filled). Each warp owns MT m-tiles of 16 rows: S = Q K^T with
-// mma.sync m16n8k16 (K fragments by ldmatrix, each used for all MT m-tiles; Q fragments stay in
-// registers when MT = 1, and are re-read from shared memory per tile when MT = 2, for registers), the
-// online softmax runs on the S fragments in registers (a row lives in the 4 lanes of a quad; the
-// causal mask only on tiles that reach the block's diagonal), P is rounded to bf16 and reused as the A
-// operand of O += P V (V fragments by ldmatrix.trans, each used for all MT m-tiles), O stays in
-// registers and is rescaled per row. m-tiles whose rows are all past the item's rows skip their MMAs.
-// Causal masking by position in the sequence, so a cached prefix plus a new chunk is one call.
+// A block (WARPS warps) runs one item of the tensor-core plan: R = 16 x MT x WARPS query rows (256, 128
+// or 64: attention_tc_rows()) = tokens x all query heads of one kv head's GQA group (row r: token
+// t0 + r / group, head r % group), so each K/V row is read once per group and per R rows. Keys go in
+// tiles of KEYS, gathered through the slot list into shared memory with cp.async (two stages: the next
+// tile loads while this one is computed; rows past the block's last causal key are zero-filled). Each
+// warp owns MT m-tiles of 16 rows: S = Q K^T with mma.sync m16n8k16 (K fragments by ldmatrix, each used
+// for all MT m-tiles; Q fragments stay in registers when MT = 1, and are re-read from shared memory per
+// tile when MT = 2, for registers), the online softmax runs on the S fragments in registers (a row lives
+// in the 4 lanes of a quad; the causal mask only on tiles that reach the block's diagonal), P is rounded
+// to bf16 and reused as the A operand of O += P V (V fragments by ldmatrix.trans, each used for all MT
+// m-tiles), O stays in registers and is rescaled per row. m-tiles whose rows are all past the item's
+// rows skip their MMAs. Causal masking by position in the sequence, so a cached prefix plus a new chunk
+// is one call.
 #include <cuda_bf16.h>
 
 #include <cmath>
@@ -82,19 +83,35 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
 }
 
 // K and V rows [tile, tile + KEYS) of the sequence for one kv head into stage buffers (zeros at and
-// past key_end). 16-byte chunks, consecutive threads along a row.
+// past key_end). 16-byte chunks, consecutive threads along a row. Each thread loads the slot ids of up to
+// 4 of its chunks' keys at once (independent loads: one memory latency per 4 chunks, not one per chunk),
+// then issues those copies.
 template <int HD, int KEYS, int THREADS>
 __device__ __forceinline__ void load_tile(const AttnLaunch& p, const AttnSeqDev& sq, int kv_head, int tile,
                                           int key_end, __nv_bfloat16* k_s, __nv_bfloat16* v_s) {
   constexpr int kChunks = HD / 8;
+  constexpr int kIters = KEYS * kChunks / THREADS;
+  static_assert(KEYS * kChunks % THREADS == 0, "whole chunks per thread");
   const auto* kc = static_cast<const __nv_bfloat16*>(p.k_cache);
   const auto* vc = static_cast<const __nv_bfloat16*>(p.v_cache);
-  for (int idx = threadIdx.x; idx < KEYS * kChunks; idx += THREADS) {
-    const int j = idx / kChunks, c = idx % kChunks, key = tile + j;
-    const bool valid = key < key_end;
-    const int64_t off = valid ? (static_cast<int64_t>(sq.ctx[key]) * p.n_kv + kv_head) * HD + c * 8 : 0;
-    cp_async16(k_s + j * (HD + kPad) + c * 8, kc + off, valid);
-    cp_async16(v_s + j * (HD + kPad) + c * 8, vc + off, valid);
+  constexpr int kBatch = kIters < 4 ? kIters : 4;  // slot ids in registers at a time
+  static_assert(kIters % kBatch == 0, "whole batches");
+#pragma unroll
+  for (int u0 = 0; u0 < kIters; u0 += kBatch) {
+    int32_t slot[kBatch];
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int key = tile + (static_cast<int>(threadIdx.x) + (u0 + u) * THREADS) / kChunks;
+      slot[u] = key < key_end ? __ldg(sq.ctx + key) : -1;
+    }
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int idx = static_cast<int>(threadIdx.x) + (u0 + u) * THREADS, j = idx / kChunks, c = idx % kChunks;
+      const bool valid = slot[u] >= 0;
+      const int64_t off = valid ? (static_cast<int64_t>(slot[u]) * p.n_kv + kv_head) * HD + c * 8 : 0;
+      cp_async16(k_s + j * (HD + kPad) + c * 8, kc + off, valid);
+      cp_async16(v_s + j * (HD + kPad) + c * 8, vc + off, valid);
+    }
   }
 }
 
@@ -201,7 +218,8 @@ __global__ void __launch_bounds__(WARPS * 32, 8 / WARPS) attention_tc_kernel(Att
         for (int u = 0; u < 2; ++u) {
           if constexpr (C::kQSmem) {
             if (live[mt]) {
-              ldmatrix_x4(qa[mt][u], q_s + (row0 + 16 * mt + lane % 16) * C::kRow + (2 * k2 + u) * 16 + (lane / 16) * 8);
+              const int col = (2 * k2 + u) * 16 + (lane / 16) * 8;
+              ldmatrix_x4(qa[mt][u], q_s + (row0 + 16 * mt + lane % 16) * C::kRow + col);
             }
           } else {
 #pragma unroll
@@ -346,7 +364,7 @@ bool valid_rows(int rows) { return rows == 64 || rows == 128 || rows == 256; }
 int rows_from_env() {
   const char* v = std::getenv("KEEL_CUDA_ATTN_TC_ROWS");
   const int rows = v != nullptr ? std::atoi(v) : 0;
-  return valid_rows(rows) ? rows : 128;
+  return valid_rows(rows) ? rows : 256;
 }
 int g_tc_rows = rows_from_env();
 

@@ -13,8 +13,8 @@ namespace keel::backend::cuda {
 inline constexpr int kAttnTcMinRows = 64;    // the smaller block; every GQA group the kernel takes divides it
 inline constexpr int kAttnTcMinTokens = 16;  // a sequence with at least this many new tokens is prefill
 
-// Query rows per thread block: 128 (4 warps of 2 x 16 rows, the default), 64 (4 warps of 16 rows, the
-// kernel before session 6) or 256 (8 warps of 2 x 16 rows). KEEL_CUDA_ATTN_TC_ROWS=64|128|256 picks it
+// Query rows per thread block: 256 (8 warps of 2 x 16 rows, the default), 128 (4 warps of 2 x 16 rows)
+// or 64 (4 warps of 16 rows, the kernel before session 6). KEEL_CUDA_ATTN_TC_ROWS=64|128|256 picks it
 // at start-up; set_attention_tc_rows overrides it (tests and benchmarks run each). Other values are
 // ignored.
 int attention_tc_rows();
