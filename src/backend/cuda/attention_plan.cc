@@ -73,7 +73,7 @@ bool g_mixed_split = env_on("KEEL_CUDA_ATTN_MIXED");
 // Tensor-core items: attention_tc_rows() / group tokens x the whole group each; the longest key ranges
 // first, so the causal tail of the grid is made of short items. With split_decode, sequences with one
 // new token become decode-kernel items instead (one split of decode_split_len keys): a tensor-core item
-// would spend a 64- or 128-row block's MMAs on the group's few rows.
+// would spend a 64- to 256-row block's MMAs on the group's few rows.
 void plan_tc(const AttentionParams& p, int n_heads, int n_kv, bool split_decode, AttentionPlan& plan) {
   const int group = n_heads / n_kv;
   plan.tc_rows = attention_tc_rows();
