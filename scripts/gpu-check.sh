@@ -24,7 +24,7 @@ declare -a SUMMARY
 note() { SUMMARY+=("$(printf '%-28s %s' "$1" "$2")"); }
 find_bin() { for p in "$BIN/$1" "$BIN/tests/gpu/$1" "$BIN/bench/cuda/$1" "$BIN/src/cli/$1"; do [[ -x $p ]] && { echo "$p"; return; }; done; echo "missing-$1"; }
 OPS=$(find_bin keel_gpu_ops_tests); GRAPHS=$(find_bin keel_gpu_graph_tests); CHECK=$(find_bin keel_gpu_model_check); BENCH=$(find_bin keel_cuda_bench); KEEL=$(find_bin keel)
-ATTN=$(find_bin keel_attn_bench); GEMV=$(find_bin keel_gemv_bench)
+ATTN=$(find_bin keel_attn_bench); GEMV=$(find_bin keel_gemv_bench); PATTN=$(find_bin keel_prefill_attn_bench)
 TOOLS=$(mktemp -d); ln -s "$(realpath "$CHECK")" "$TOOLS/keel_gpu_model_check"; ln -s "$(realpath "$KEEL")" "$TOOLS/keel"
 
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
@@ -93,6 +93,9 @@ if want bench; then
   # kernel), then 8B decode steps at batch 256 with ~1,150 tokens of context (the serve workload's).
   "$ATTN" >"$OUT/attn_bench.log" 2>&1; rc=$?
   note "attention bench" "rc=$rc"
+  # Prefill attention alone on the 8B shapes: tensor-core block sizes, mixed batches (device time per call).
+  "$PATTN" >"$OUT/prefill_attn_bench.log" 2>&1; rc=$?
+  note "prefill attention bench" "rc=$rc"
   # The decode GEMV alone per 8B projection shape at 1, 2, 4, 8 tokens: TB/s of weights.
   "$GEMV" >"$OUT/gemv_bench.log" 2>&1; rc=$?
   note "gemv bench" "rc=$rc"
@@ -139,6 +142,7 @@ echo; echo "==== keel GPU check ($(head -1 "$OUT/gpu.txt"), $(date -u +%F)) ====
 [[ -f $OUT/bench.log ]] && cat "$OUT/bench.log"
 [[ -f $OUT/profile.log ]] && cat "$OUT/profile.log"
 [[ -f $OUT/attn_bench.log ]] && cat "$OUT/attn_bench.log"
+[[ -f $OUT/prefill_attn_bench.log ]] && cat "$OUT/prefill_attn_bench.log"
 [[ -f $OUT/gemv_bench.log ]] && cat "$OUT/gemv_bench.log"
 [[ -f $OUT/bench_b256.log ]] && cat "$OUT/bench_b256.log"
 [[ -f $OUT/bench_small.log ]] && cat "$OUT/bench_small.log"

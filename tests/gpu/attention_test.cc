@@ -2,7 +2,9 @@
 // (no prefix), a cached prefix plus a new chunk, batched decode with long contexts (split-KV), mixed
 // batches; MHA and GQA, head_dim 64/72/128/256; f32 and bf16. Outputs poisoned first. The bf16
 // prefill cases with head_dim 64/128 and a group dividing 64 run the tensor-core kernel
-// (attention_tc.cu); TensorCorePrefill checks that its plan is chosen for each shape it runs. bf16
+// (attention_tc.cu) at each of its block sizes (64, 128 and 256 rows); TensorCorePrefill checks that its plan
+// is chosen for each shape it runs; TensorCoreMixedDecodeRows checks mixed batches, whose one-token
+// sequences the decode kernel takes. bf16
 // decode batches with head_dim 64/128 and a group of at most 8 run the decode kernel
 // (attention_decode.cu): DecodeKernel* check its plan, group sizes 1..8, long contexts and graph replays.
 #include <gtest/gtest.h>
@@ -12,6 +14,7 @@
 #include <numeric>
 
 #include "backend/cuda/attention_plan.h"
+#include "backend/cuda/attention_tc.h"
 #include "gpu_test_util.h"
 
 namespace keel::gpu_test {
@@ -141,19 +144,35 @@ backend::cuda::AttentionPlan plan_of(Heads h, const std::vector<SeqShape>& shape
 bool plans_tensor_cores(Heads h, const std::vector<SeqShape>& shapes) { return plan_of(h, shapes).tensor_cores; }
 bool plans_decode(Heads h, const std::vector<SeqShape>& shapes) { return plan_of(h, shapes).decode; }
 
-// The tensor-core prefill kernel: every GQA group size it takes (1..64), head_dim 64 and 128, odd
-// lengths (partial row blocks and key tiles), cached prefix + chunk, long contexts, batches of
-// sequences, decode sequences riding along in a prefill batch.
+// Runs body once per tensor-core block size (64, 128 and 256 query rows), then restores the default.
+template <typename F>
+void for_each_tc_rows(F body) {
+  const int saved = backend::cuda::attention_tc_rows();
+  for (const int rows : {64, 128, 256}) {
+    backend::cuda::set_attention_tc_rows(rows);
+    SCOPED_TRACE(::testing::Message() << "tensor-core rows " << rows);
+    body(rows);
+  }
+  backend::cuda::set_attention_tc_rows(saved);
+}
+
+// The tensor-core prefill kernel at each block size: every GQA group size it takes (1..64), head_dim
+// 64 and 128, odd lengths (partial row blocks, partial m-tiles of a warp, key tiles), cached prefix +
+// chunk, long contexts, batches of sequences.
 TEST_F(AttentionBf16, TensorCorePrefill) {
   const Heads heads[] = {{4, 4, 64}, {8, 4, 64}, {8, 2, 128}, {32, 8, 128}, {16, 2, 64}, {64, 1, 128}, {32, 1, 64}};
   const std::vector<std::vector<SeqShape>> cases = {
-      {{0, 16}}, {{0, 17}}, {{0, 63}}, {{0, 129}}, {{100, 20}}, {{1, 31}, {0, 16}, {200, 65}}};
-  for (Heads h : heads) {
-    for (const auto& c : cases) {
-      EXPECT_TRUE(plans_tensor_cores(h, c)) << h.n_heads << "/" << h.n_kv << " hd " << h.hd;
-      check(h, c, "tensor-core prefill");
+      {{0, 16}}, {{0, 17}}, {{0, 63}}, {{0, 129}}, {{100, 20}}, {{1, 31}, {0, 16}, {200, 65}}, {{70, 45}, {0, 33}}};
+  for_each_tc_rows([&](int rows) {
+    for (Heads h : heads) {
+      for (const auto& c : cases) {
+        const backend::cuda::AttentionPlan plan = plan_of(h, c);
+        EXPECT_TRUE(plan.tensor_cores) << h.n_heads << "/" << h.n_kv << " hd " << h.hd;
+        EXPECT_EQ(plan.tc_rows, rows);
+        check(h, c, "tensor-core prefill");
+      }
     }
-  }
+  });
   // Shapes the kernel does not take keep the CUDA-core kernel.
   EXPECT_FALSE(plans_tensor_cores({32, 8, 128}, {{0, 15}, {100, 1}}));
   EXPECT_FALSE(plans_tensor_cores({6, 3, 72}, {{0, 64}}));
@@ -164,10 +183,38 @@ TEST_F(AttentionBf16, TensorCorePrefill) {
 TEST_F(AttentionBf16, TensorCorePrefillLong) {
   const Heads llama = {32, 8, 128};
   EXPECT_TRUE(plans_tensor_cores(llama, {{0, 777}}));
-  check(llama, {{0, 777}}, "prefill 777");
-  check(llama, {{0, 300}, {3000, 1}, {17, 1}, {500, 40}}, "prefill with decode rows");
-  check({8, 2, 128}, {{6000, 100}}, "prefix 6000 + 100");
-  check({8, 2, 64}, {{0, 2500}}, "prefill 2500");
+  for_each_tc_rows([&](int) {
+    check(llama, {{0, 777}}, "prefill 777");
+    check(llama, {{0, 300}, {3000, 1}, {17, 1}, {500, 40}}, "prefill with decode rows");
+    check({8, 2, 128}, {{6000, 100}}, "prefix 6000 + 100");
+    check({8, 2, 64}, {{0, 2500}}, "prefill 2500");
+    check(llama, {{0, 1024}, {1024, 1024}}, "prefill 1024 + chunk after 1024");
+  });
+}
+
+// Mixed batches on the tensor-core path: sequences with one new token go to the decode kernel (one
+// split, keys up to the longest of them) when it takes the heads, and ride on tensor-core items
+// otherwise (group 16, or with the split turned off); both against the CPU backend.
+TEST_F(AttentionBf16, TensorCoreMixedDecodeRows) {
+  const std::vector<SeqShape> mixed = {{0, 50}, {300, 1}, {2000, 1}, {40, 31}, {0, 1}, {5000, 1}, {129, 1}};
+  const bool saved = backend::cuda::attention_mixed_split();
+  for (const bool split : {true, false}) {
+    backend::cuda::set_attention_mixed_split(split);
+    SCOPED_TRACE(::testing::Message() << "mixed split " << split);
+    for (Heads h : {Heads{32, 8, 128}, Heads{8, 8, 64}, Heads{16, 2, 128}, Heads{16, 1, 64}}) {
+      const backend::cuda::AttentionPlan plan = plan_of(h, mixed);
+      EXPECT_TRUE(plan.tensor_cores);
+      const bool decode_kernel = split && h.n_heads / h.n_kv <= 8;
+      // 5 one-token sequences x kv heads; the tensor-core items cover only the other two then.
+      EXPECT_EQ(plan.decode_items.size(), decode_kernel ? static_cast<size_t>(5 * h.n_kv) : 0u);
+      if (decode_kernel) {
+        EXPECT_GE(plan.decode_split_len, 5001);
+        for (const auto& it : plan.items) EXPECT_TRUE(it.seq == 0 || it.seq == 3);
+      }
+      for_each_tc_rows([&](int) { check(h, mixed, "mixed prefill + decode rows"); });
+    }
+  }
+  backend::cuda::set_attention_mixed_split(saved);
 }
 
 // The decode kernel: GQA groups 1..8 at head_dim 64 and 128, contexts of 1 key up to several splits,

@@ -303,7 +303,7 @@ void launch_attention_combine(const AttnLaunch& p, ActType t, cudaStream_t s) {
 void launch_attention(const AttnLaunch& p, ActType t, cudaStream_t s) {
   if (p.n_items == 0) return;
   if (p.tensor_cores) {
-    launch_attention_tc(p, s);
+    launch_attention_tc(p, attention_tc_rows(), s);
     return;
   }
   if (p.decode) {

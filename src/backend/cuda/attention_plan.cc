@@ -68,15 +68,26 @@ void plan_decode(const AttentionParams& p, int n_kv, int group, int n_sm, bool f
   plan.grid_splits = fixed_grid ? std::max(best_splits(by_scratch), plan.n_splits) : plan.n_splits;
 }
 
-// Tensor-core items: kAttnTcRows / group tokens x the whole group each; the longest key ranges first,
-// so the causal tail of the grid is made of short items.
-void plan_tc(const AttentionParams& p, int n_heads, int n_kv, AttentionPlan& plan) {
+bool g_mixed_split = env_on("KEEL_CUDA_ATTN_MIXED");
+
+// Tensor-core items: attention_tc_rows() / group tokens x the whole group each; the longest key ranges
+// first, so the causal tail of the grid is made of short items. With split_decode, sequences with one
+// new token become decode-kernel items instead (one split of decode_split_len keys): a tensor-core item
+// would spend a 64- to 256-row block's MMAs on the group's few rows.
+void plan_tc(const AttentionParams& p, int n_heads, int n_kv, bool split_decode, AttentionPlan& plan) {
   const int group = n_heads / n_kv;
-  const int tokens_per_item = kAttnTcRows / group;
-  int max_keys = 0;
+  plan.tc_rows = attention_tc_rows();
+  const int tokens_per_item = plan.tc_rows / group;
+  int max_keys = 0, max_decode_keys = 0;
   for (size_t s = 0; s < p.seqs.size(); ++s) {
     const AttnSeq& sq = p.seqs[s];
-    max_keys = std::max(max_keys, static_cast<int>(sq.ctx_slots.size()));
+    const int keys = static_cast<int>(sq.ctx_slots.size());
+    if (split_decode && sq.n_q == 1) {
+      max_decode_keys = std::max(max_decode_keys, keys);
+      for (int kvh = 0; kvh < n_kv; ++kvh) plan.decode_items.push_back({static_cast<int32_t>(s), kvh, 0, 1, 0, group});
+      continue;
+    }
+    max_keys = std::max(max_keys, keys);
     for (int kvh = 0; kvh < n_kv; ++kvh) {
       for (int t0 = 0; t0 < sq.n_q; t0 += tokens_per_item) {
         plan.items.push_back({static_cast<int32_t>(s), kvh, t0, std::min(sq.n_q, t0 + tokens_per_item), 0, group});
@@ -91,18 +102,27 @@ void plan_tc(const AttentionParams& p, int n_heads, int n_kv, AttentionPlan& pla
                    [&](const AttnItem& a, const AttnItem& b) { return keys(a) > keys(b); });
   plan.n_splits = plan.grid_splits = 1;
   plan.split_len = std::max(32, (max_keys + 31) / 32 * 32);
+  const int unit = kAttnDecodeSplitKeys;
+  plan.decode_split_len = std::max(unit, (max_decode_keys + unit - 1) / unit * unit);
   plan.tensor_cores = true;
 }
 
 }  // namespace
 
+bool attention_mixed_split() { return g_mixed_split; }
+void set_attention_mixed_split(bool on) { g_mixed_split = on; }
+
 void plan_attention(const AttentionParams& p, int n_heads, int n_kv, int head_dim, bool bf16, int n_sm,
                     bool fixed_grid, AttentionPlan& plan) {
   plan.items.clear();
+  plan.decode_items.clear();
   plan.n_splits = 1;
   plan.tensor_cores = false;
   plan.decode = false;
-  if (bf16 && attention_decode_supports(n_heads, n_kv, head_dim) && decode_enabled() &&
+  plan.tc_rows = 0;
+  plan.decode_split_len = 0;
+  const bool decode_ok = bf16 && attention_decode_supports(n_heads, n_kv, head_dim) && decode_enabled();
+  if (decode_ok &&
       std::all_of(p.seqs.begin(), p.seqs.end(), [](const AttnSeq& sq) { return sq.n_q <= 1; })) {
     plan_decode(p, n_kv, n_heads / n_kv, n_sm, fixed_grid, plan);
     return;
@@ -111,7 +131,7 @@ void plan_attention(const AttentionParams& p, int n_heads, int n_kv, int head_di
     const bool prefill = std::any_of(p.seqs.begin(), p.seqs.end(),
                                      [](const AttnSeq& sq) { return sq.n_q >= kAttnTcMinTokens; });
     if (prefill) {
-      plan_tc(p, n_heads, n_kv, plan);
+      plan_tc(p, n_heads, n_kv, decode_ok && g_mixed_split, plan);
       return;
     }
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "backend/cuda/attention_plan.h"
+#include "backend/cuda/attention_tc.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_ops.h"
 
@@ -215,8 +216,9 @@ void CudaBackend::attention(const Tensor& q, const Tensor& k_cache, const Tensor
   if (plan.items.empty()) return;
   std::vector<AttnSeqDev>& seqs = plan_seqs_;
   seqs.resize(p.seqs.size());
-  staging_->begin_op(ctx_bytes + seqs.size() * sizeof(AttnSeqDev) + plan.items.size() * sizeof(AttnItem) + 4,
-                     p.seqs.size() + 3);
+  staging_->begin_op(ctx_bytes + seqs.size() * sizeof(AttnSeqDev) +
+                         (plan.items.size() + plan.decode_items.size()) * sizeof(AttnItem) + 4,
+                     p.seqs.size() + 4);
   for (size_t s = 0; s < p.seqs.size(); ++s) {
     const AttnSeq& sq = p.seqs[s];
     // In a graph step the context lists (their sizes change every step) go to the staging tail, so
@@ -252,13 +254,29 @@ void CudaBackend::attention(const Tensor& q, const Tensor& k_cache, const Tensor
       l.split_counters = split_counters();
     }
   }
+  // The decode rows of a mixed batch (plan_attention): the decode kernel over the same sequence
+  // descriptors, one split each, after the tensor-core items.
+  const AttnItem* decode_items =
+      plan.decode_items.empty() ? nullptr : staging_->stage(std::span<const AttnItem>(plan.decode_items));
   const ActType at = act_type(q, "attention");
   if (skip_launch(l.q, l.k_cache, l.v_cache, l.out, l.items, l.seqs, l.n_items, l.n_tokens, l.n_heads, l.n_kv,
                   l.head_dim, l.scale, l.n_splits, l.split_len_dev, l.partial_acc, l.partial_ml, l.split_counters,
-                  l.tensor_cores, l.decode, at)) {
+                  l.tensor_cores, l.decode, plan.tc_rows, decode_items, plan.decode_items.size(), at)) {
     return;
   }
-  launch_attention(l, at, stream_);
+  if (!plan.tensor_cores) {
+    launch_attention(l, at, stream_);
+    return;
+  }
+  launch_attention_tc(l, plan.tc_rows, stream_);
+  if (decode_items == nullptr) return;
+  AttnLaunch d = l;
+  d.items = decode_items;
+  d.n_items = static_cast<int>(plan.decode_items.size());
+  d.split_len = plan.decode_split_len;
+  d.tensor_cores = false;
+  d.decode = true;
+  launch_attention(d, at, stream_);
 }
 
 void CudaBackend::silu_mul(const Tensor& gate, const Tensor& up, Tensor& out) {
