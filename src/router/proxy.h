@@ -76,6 +76,7 @@ class ProxyRequest : public std::enable_shared_from_this<ProxyRequest> {
   // The current attempt.
   uint64_t attempt_n_ = 0;  // callbacks of older attempts are ignored
   ReplicaPtr replica_;
+  int64_t work_ = 0;  // this attempt's cost, counted in replica_->work until release_replica
   std::shared_ptr<UpstreamCall> call_;
   int64_t attempt_start_us_ = 0;
   int status_ = 0;

@@ -135,14 +135,19 @@ ReplicaPtr ProxyRequest::choose() {
     const bool exact = svc_.index().exact_live(rep.id);
     views.push_back(CandidateView{
         .load = rep.load(),
+        .work = rep.work.load(std::memory_order_relaxed),
         .match = prefix ? svc_.index().match(rep.id, *keys_) : 0,
         .free_cache = rep.free_cache(exact ? svc_.index().n_exact(rep.id) : svc_.index().n_approx(rep.id)),
         .remote = !region_.empty() && !rep.labels.region.empty() && rep.labels.region != region_});
   }
-  Pick pick = svc_.policy().pick(RouteRequest{.n_keys = static_cast<int64_t>(keys_->size()), .random = random_u64()}, views);
+  const auto n_keys = static_cast<int64_t>(keys_->size());
+  Pick pick = svc_.policy().pick(RouteRequest{.n_keys = n_keys, .tokens_per_key = slots_per_key_, .random = random_u64()},
+                                 views);
   if (pick.index < 0) return nullptr;
   ReplicaPtr chosen = *cands[static_cast<size_t>(pick.index)];
   chosen->in_flight.fetch_add(1, std::memory_order_relaxed);  // taken off in release_replica
+  work_ = svc_.config().cache_aware.cost(n_keys, views[static_cast<size_t>(pick.index)].match, slots_per_key_);
+  chosen->work.fetch_add(work_, std::memory_order_relaxed);  // taken off in release_replica
   chosen->breaker.allow(now_ms);  // takes the half-open probe slot when probing
   svc_.count_decision(pick.decision);
   if (prefix) {
