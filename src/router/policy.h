@@ -51,15 +51,15 @@ struct CacheAwareConfig {
   int64_t remote_penalty = 8;             // load added to replicas outside the request's region
   // Work in flight (policy_cache_aware.cc, "work rule"). A request's cost on a replica is its uncached
   // prompt tokens there plus work_request_tokens (decode and per-request overhead). A replica the
-  // count bound refuses may still take the request when it holds more of the prompt than every replica
-  // the bound allows, is busy with at least that much work (a prefill the request would otherwise
-  // repeat cold elsewhere), the request would finish there within max(rel x, + balance_abs_work) of
-  // its earliest finish among the allowed replicas (work in flight + cost, rel = balance_rel_threshold),
-  // and the replica then holds at most balance_work_slack requests more than the count bound allows.
-  // balance_work_slack = 0 turns the rule off (the count bound alone).
+  // count bound refuses may still take the request when its cost there is at most half the cheapest
+  // cost on the replicas the bound allows (they would prefill again what it holds), the request would
+  // finish there within max(rel x, + balance_abs_work) of its earliest finish among the allowed
+  // replicas (work in flight + cost, rel = balance_rel_threshold), and the replica then holds at most
+  // balance_work_slack requests more than the count bound allows. balance_work_slack = 0 turns the
+  // rule off (the count bound alone).
   int64_t work_request_tokens = 16;
   int64_t balance_abs_work = 0;
-  int64_t balance_work_slack = 1;
+  int64_t balance_work_slack = 0;
 
   Status validate() const;
   // Cost (tokens) of a request of n_keys keys on a replica holding `match` of them.

@@ -30,11 +30,10 @@
 // took as long as ~23 warm requests). The count bound alone sends a follower of a prefix that its
 // holder is still prefilling to another replica as soon as the holder has two requests, and that
 // spill is itself a cold prefill. So a candidate the count bound refuses is also eligible when
-//   - it holds more of the prompt than every candidate the bound allows (cost here < the cheapest
-//     allowed cost: it saves work; with equal costs everywhere, e.g. a burst of one prefix every
-//     replica holds, the rule never applies and the count bound decides alone),
-//   - its work in flight is at least that cheapest allowed cost (it is busy with a prefill at least
-//     as large as the spill: a holder with only warm requests still spills as before),
+//   - it costs at most half the cheapest cost among the candidates the bound allows (it holds a
+//     prefix they would prefill again; with equal or nearly equal costs everywhere, e.g. a burst of
+//     one prefix every replica holds, whose prompts differ in a token or two, the rule never applies
+//     and the count bound decides alone),
 //   - the request would finish there within max(rel x, + balance_abs_work) of its earliest finish
 //     (work in flight + cost) among the allowed candidates, and
 //   - it then holds at most balance_work_slack requests more than the count bound allows (a burst's
@@ -108,7 +107,7 @@ class CacheAware final : public Policy {
     auto work_ok = [&](const CandidateView& v) {
       if (config_.balance_work_slack == 0 || !in_scope(v) || within_bound(v)) return false;
       const int64_t here = cost(v);
-      if (here >= ok_cost || v.work < ok_cost) return false;
+      if (2 * here > ok_cost) return false;  // saves at least half: a prefill, not a token or two
       const double finish = static_cast<double>(v.work + here);
       const double limit = std::max(config_.balance_rel_threshold * static_cast<double>(ok_finish),
                                     static_cast<double>(ok_finish + config_.balance_abs_work));

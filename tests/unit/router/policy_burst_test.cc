@@ -97,7 +97,7 @@ BurstResult run_burst(Policy& p, int clients, const std::vector<int>& period, in
 TEST(CacheAwareBurst, BalanceHoldsAtEveryDecisionAndTheHotPrefixMostlyHits) {
   for (int clients : {8, 12, 24, 48, 96}) {  // more requests than replicas: bursts
     SCOPED_TRACE(clients);
-    auto p = make_cache_aware({.balance_work_slack = 0});  // the count bound alone (work rule: below)
+    auto p = make_cache_aware({});
     BurstResult r = run_burst(*p, clients, {5, 3, 2, 1}, 600);
     EXPECT_GT(r.decisions_checked, 300);
     EXPECT_EQ(r.violations, 0) << r.first_violation;
@@ -109,7 +109,7 @@ TEST(CacheAwareBurst, BalanceHoldsAtEveryDecisionAndTheHotPrefixMostlyHits) {
   }
 }
 
-// The work rule (default --balance-work-slack 1) in the same closed loop, where the router's work in
+// The work rule (--balance-work-slack 1) in the same closed loop, where the router's work in
 // flight sees the cold requests' cost: a holder busy with a spill's cold prefill takes one warm
 // request over the count bound during the burst's ramp (`warm_queue`), so for a few decisions the
 // busiest holds one more than the count bound allows; once the burst is in (12 or more requests on 4
@@ -118,14 +118,14 @@ TEST(CacheAwareBurst, BalanceHoldsAtEveryDecisionAndTheHotPrefixMostlyHits) {
 TEST(CacheAwareBurst, TheWorkRuleCostsTheRampAtMostItsSlack) {
   for (int clients : {8, 12, 24, 48, 96}) {
     SCOPED_TRACE(clients);
-    auto p = make_cache_aware({});
+    auto p = make_cache_aware({.balance_work_slack = 1});
     BurstResult r = run_burst(*p, clients, {5, 3, 2, 1}, 600, -1, /*idle_hi=*/3, /*busy_extra=*/1);
     EXPECT_GT(r.decisions_checked, 300);
     EXPECT_EQ(r.violations, 0) << r.first_violation;
     EXPECT_GE(r.warm_queued, 1);  // the rule did act
     EXPECT_GT(2 * r.hot_on_holder, r.hot);
     EXPECT_EQ(std::max_element(r.per_replica.begin(), r.per_replica.end()) - r.per_replica.begin(), 3);
-    auto fresh = make_cache_aware({});
+    auto fresh = make_cache_aware({.balance_work_slack = 1});
     BurstResult after_ramp = run_burst(*fresh, clients, {5, 3, 2, 1}, 600, /*unchecked=*/clients);
     if (clients >= 12) {
       EXPECT_EQ(after_ramp.violations, 0) << after_ramp.first_violation;
@@ -183,18 +183,18 @@ TEST(CacheAwareIdleCap, AHolderQueuesWhileTheFleetHasSpareCapacity) {
   Pick by_default = make_cache_aware({})->pick({.n_keys = 100}, c);
   EXPECT_NE(by_default.index, 0);  // the default cap (2 while a replica is idle) spills it
   EXPECT_EQ(by_default.decision, Decision::kImbalance);
-  Pick relaxed = make_cache_aware({.balance_idle_cap = 3, .balance_work_slack = 0})->pick({.n_keys = 100}, c);
+  Pick relaxed = make_cache_aware({.balance_idle_cap = 3})->pick({.n_keys = 100}, c);
   EXPECT_EQ(relaxed.index, 0);
   EXPECT_EQ(relaxed.decision, Decision::kCacheHit);
   // At the idle cap itself it spills again.
   c[0].load = 3;
-  EXPECT_NE(make_cache_aware({.balance_idle_cap = 3, .balance_work_slack = 0})->pick({.n_keys = 100}, c).index, 0);
+  EXPECT_NE(make_cache_aware({.balance_idle_cap = 3})->pick({.n_keys = 100}, c).index, 0);
 }
 
 TEST(CacheAwareIdleCap, EndsOnceMoreRequestsThanReplicasAreInFlight) {
   // One replica idle, but 4 requests in flight on 4 replicas: the normal bound (cap 2) applies.
   std::vector<CandidateView> c = {{.load = 2, .match = 100}, {.load = 1}, {.load = 1}, {.load = 0}};
-  Pick pick = make_cache_aware({.balance_idle_cap = 3, .balance_work_slack = 0})->pick({.n_keys = 100}, c);
+  Pick pick = make_cache_aware({.balance_idle_cap = 3})->pick({.n_keys = 100}, c);
   EXPECT_EQ(pick.index, 3);
   EXPECT_EQ(pick.decision, Decision::kImbalance);
 }
@@ -202,7 +202,7 @@ TEST(CacheAwareIdleCap, EndsOnceMoreRequestsThanReplicasAreInFlight) {
 TEST(CacheAwareIdleCap, AHotBurstFromIdleStillEndsBalanced) {
   // 12 requests of one hot prefix arrive at once on 4 idle replicas (none finishes meanwhile): the
   // holder takes 3 while the others are idle, then the bound evens it out.
-  auto p = make_cache_aware({.balance_idle_cap = 3, .balance_work_slack = 0});
+  auto p = make_cache_aware({.balance_idle_cap = 3});
   std::vector<int64_t> load(4, 0);
   std::vector<bool> holds = {true, false, false, false};
   for (int k = 0; k < 12; ++k) {
@@ -224,16 +224,16 @@ TEST(CacheAwareIdleCap, ClosedLoopBurstsKeepTheBoundAfterTheRampOnlyFromThreePer
   // replicas end at 3 each or more.
   for (int clients : {12, 24}) {
     SCOPED_TRACE(clients);
-    auto p = make_cache_aware({.balance_idle_cap = 3, .balance_work_slack = 0});
+    auto p = make_cache_aware({.balance_idle_cap = 3});
     BurstResult r = run_burst(*p, clients, {5, 3, 2, 1}, 600, /*unchecked=*/clients, /*idle_hi=*/3);
     EXPECT_GT(r.decisions_checked, 300);
     EXPECT_EQ(r.violations, 0) << r.first_violation;
   }
   // The price (why the default is 2): a burst of 8 on 4 replicas leaves the ramp at [3,2,2,1] and the
   // slow holder keeps its 3 for a while; the default cap never lets it take the third.
-  auto relaxed = make_cache_aware({.balance_idle_cap = 3, .balance_work_slack = 0});
+  auto relaxed = make_cache_aware({.balance_idle_cap = 3});
   EXPECT_GT(run_burst(*relaxed, 8, {5, 3, 2, 1}, 600, 8, 3).violations, 0);
-  auto by_default = make_cache_aware({.balance_work_slack = 0});
+  auto by_default = make_cache_aware({});
   EXPECT_EQ(run_burst(*by_default, 8, {5, 3, 2, 1}, 600, 8, 2).violations, 0);
 }
 
