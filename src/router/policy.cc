@@ -13,6 +13,7 @@ std::string_view decision_name(Decision d) {
     case Decision::kImbalance: return "imbalance";
     case Decision::kFreeCache: return "free_cache";
     case Decision::kWarmQueue: return "warm_queue";
+    case Decision::kGroupAffinity: return "group_affinity";
   }
   return "unknown";
 }
@@ -30,6 +31,7 @@ Status CacheAwareConfig::validate() const {
   if (work_request_tokens < 0) return make_error(ErrorCode::kInvalidArgument, "work-request-tokens must be >= 0");
   if (balance_abs_work < 0) return make_error(ErrorCode::kInvalidArgument, "balance-abs-work must be >= 0");
   if (balance_work_slack < 0) return make_error(ErrorCode::kInvalidArgument, "balance-work-slack must be >= 0");
+  if (group_affinity < 0) return make_error(ErrorCode::kInvalidArgument, "group-affinity must be >= 0");
   return {};
 }
 

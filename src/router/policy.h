@@ -25,13 +25,19 @@ struct CandidateView {
 struct RouteRequest {
   int64_t n_keys = 0;  // prefix keys of the prompt (tokens or character blocks)
   int64_t tokens_per_key = 1;  // tokens one key stands for (1 for token keys, estimated for character blocks)
+  int64_t group_in_flight = 0;  // requests of this prompt's group (its first kGroupTokens) in flight, before it
   uint64_t random = 0; // fresh random bits for this decision
 };
 
 // kWarmQueue: the best match was over the request-count bound and took the request by the work rule.
-enum class Decision { kRoundRobin, kRandom, kPowerOfTwo, kCacheHit, kImbalance, kFreeCache, kWarmQueue };
+// kGroupAffinity: it was over the bound and took it because its prompt group has few requests in flight.
+enum class Decision { kRoundRobin, kRandom, kPowerOfTwo, kCacheHit, kImbalance, kFreeCache, kWarmQueue, kGroupAffinity };
 std::string_view decision_name(Decision d);
-inline constexpr int kNumDecisions = 7;
+inline constexpr int kNumDecisions = 8;
+
+// A prompt's group: the prefix key covering its first kGroupTokens tokens (the start of a shared system
+// prompt), used to count a group's requests in flight for CacheAwareConfig::group_affinity.
+inline constexpr int64_t kGroupTokens = 32;
 
 struct Pick {
   int32_t index = -1;  // into the candidates; -1 only when there were none
@@ -60,6 +66,10 @@ struct CacheAwareConfig {
   int64_t work_request_tokens = 16;
   int64_t balance_abs_work = 0;
   int64_t balance_work_slack = 0;
+  // Group affinity (0 = off): while a prompt group has fewer than this many requests in flight (this
+  // one would be at most the N-th), its request goes to the best-matching replica whatever the count
+  // bound, as peer routers do; from the N+1-th on (a burst of one prefix) the bound applies as usual.
+  int64_t group_affinity = 0;
 
   Status validate() const;
   // Cost (tokens) of a request of n_keys keys on a replica holding `match` of them.

@@ -40,6 +40,13 @@
 //     ramp from idle then still ends balanced: 12 requests on 4 replicas end at 3 each with slack 1).
 // Costs are tokens (uncached prompt tokens + work_request_tokens); work in flight is the router's own
 // sum of its requests' costs at dispatch, taken off at completion.
+//
+// Group affinity (group_affinity = N > 0): while the request's prompt group (the prefix key of its first
+// kGroupTokens tokens) has fewer than N requests in flight, every in-scope candidate is eligible, so the
+// longest useful match wins whatever the count bound: the followers a cold prefill collects at low
+// load queue on their holder, as with peer routers. A burst of one prefix has N in flight after its
+// first N requests, and from then on the bound decides: with N = 3 a burst of 12 on 4 idle replicas
+// ends at 3 each. A request without a useful match still goes to the most free cache within the bound.
 #include <algorithm>
 #include <atomic>
 #include <limits>
@@ -115,7 +122,9 @@ class CacheAware final : public Policy {
       const int64_t lo_after = v.load == lo && n_lo == 1 ? std::min(lo + 1, second) : lo;
       return v.load + 1 <= cap(lo_after) + config_.balance_work_slack;
     };
-    auto eligible = [&](const CandidateView& v) { return within_bound(v) || work_ok(v); };
+    // Group affinity: a group with few requests in flight is no burst; its holder may queue them.
+    const bool affinity = req.group_in_flight < config_.group_affinity;
+    auto eligible = [&](const CandidateView& v) { return within_bound(v) || work_ok(v) || (affinity && in_scope(v)); };
     int32_t best = -1, best_any = -1;
     for (size_t i = 0; i < c.size(); ++i) {
       auto idx = static_cast<int32_t>(i);
@@ -127,7 +136,7 @@ class CacheAware final : public Policy {
     const bool useful = b.match > 0 && static_cast<double>(b.match) >=
                                            config_.min_match_ratio * static_cast<double>(std::max<int64_t>(req.n_keys, 1));
     if (useful) {
-      if (!within_bound(b)) return {.index = best, .decision = Decision::kWarmQueue};
+      if (!within_bound(b)) return {.index = best, .decision = work_ok(b) ? Decision::kWarmQueue : Decision::kGroupAffinity};
       bool spilled = c[static_cast<size_t>(best_any)].match > b.match;
       return {.index = best, .decision = spilled ? Decision::kImbalance : Decision::kCacheHit};
     }

@@ -192,12 +192,21 @@ def test_no_replica_at_all_is_a_503_not_a_hang(keel_bin):
         stop(proc)
 
 
+def plain_metric(base: str, name: str) -> float:
+    _, _, text = http("GET", base + "/metrics")
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[-1])
+    raise AssertionError(f"{name} not in the router's metrics")
+
+
 def wait_idle(base: str, urls: list[str]) -> None:
     """Waits (bounded) until the router holds no request and no work on any replica; fails otherwise."""
     deadline = time.time() + 30
     while time.time() < deadline:
         if all(metric(base, "keel_router_replica_in_flight", u) == 0 and
-               metric(base, "keel_router_replica_work", u) == 0 for u in urls):
+               metric(base, "keel_router_replica_work", u) == 0 for u in urls) and \
+                plain_metric(base, "keel_router_group_requests_in_flight") == 0:
             return
         time.sleep(0.05)
     state = {u: (metric(base, "keel_router_replica_in_flight", u), metric(base, "keel_router_replica_work", u))
@@ -206,8 +215,8 @@ def wait_idle(base: str, urls: list[str]) -> None:
 
 
 def test_work_in_flight_is_taken_off_once_on_every_path(keel_bin, real_replica):
-    """keel_router_replica_work (the cost the work rule counts per replica) goes up at dispatch and back
-    to 0 after success, errors and retries (500s, first-byte timeouts, refused), a stream cut mid-way
+    """keel_router_replica_work (the cost the work rule counts per replica) and the per-group count of
+    group affinity go up at dispatch and back to 0 after success, errors and retries (500s, first-byte timeouts, refused), a stream cut mid-way
     and resumed or failed, and a client that hangs up while its request waits on a replica."""
     # A client hanging up: the only replica stalls, so the request is in flight until the client goes.
     slow = FakeBackend("slow")
@@ -224,11 +233,13 @@ def test_work_in_flight_is_taken_off_once_on_every_path(keel_bin, real_replica):
         # Counted while it waits: its uncached prompt (character blocks, no --model) plus the constant.
         assert metric(base, "keel_router_replica_in_flight", slow.url) == 1
         assert metric(base, "keel_router_replica_work", slow.url) > 16
+        assert plain_metric(base, "keel_router_group_requests_in_flight") == 1  # its prompt group
         s.close()
         wait_idle(base, [slow.url])
         time.sleep(5.5)  # past the fake's stall: a late answer must not take the work off a second time
         assert metric(base, "keel_router_replica_work", slow.url) == 0
         assert metric(base, "keel_router_replica_in_flight", slow.url) == 0
+        assert plain_metric(base, "keel_router_group_requests_in_flight") == 0
     finally:
         stop(proc)
         slow.close()
