@@ -3,6 +3,7 @@
 // collects queue on their holder); from N in flight on (a burst of one prefix) the bound decides.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -52,10 +53,9 @@ TEST(CacheAwareGroup, WithoutAUsefulMatchTheMostFreeCacheWithinTheBoundWins) {
   EXPECT_EQ(pick.decision, Decision::kFreeCache);
 }
 
-// A new prefix arrives as 12 requests on 4 idle replicas, none finishing meanwhile: the holder takes
-// the group's first 3, the count bound the rest, and the burst ends at 3 each.
-TEST(CacheAwareGroup, ABurstOfANewPrefixFromIdleEndsBalanced) {
-  auto p = make_cache_aware({.group_affinity = 3});
+// A new prefix arrives as 12 requests on 4 idle replicas, none finishing meanwhile.
+std::vector<int64_t> burst_from_idle(int64_t group_affinity) {
+  auto p = make_cache_aware({.group_affinity = group_affinity});
   std::vector<int64_t> load(4, 0);
   std::vector<bool> holds(4, false);
   for (int64_t k = 0; k < 12; ++k) {
@@ -64,11 +64,20 @@ TEST(CacheAwareGroup, ABurstOfANewPrefixFromIdleEndsBalanced) {
     const auto i = static_cast<size_t>(p->pick({.n_keys = kKeys, .group_in_flight = k}, c).index);
     ++load[i];
     holds[i] = true;
-    if (k == 2) {
-      EXPECT_EQ(load[0], 3);
-    }
   }
-  EXPECT_EQ(load, (std::vector<int64_t>{3, 3, 3, 3}));
+  return load;
+}
+
+// N = 3 (replicas - 1): the holder takes the group's first 3, the count bound the rest, 3 each.
+TEST(CacheAwareGroup, ABurstOfANewPrefixFromIdleEndsBalanced) {
+  EXPECT_EQ(burst_from_idle(3), (std::vector<int64_t>{3, 3, 3, 3}));
+}
+
+// N = 4 is the price docs/router.md names: the holder keeps 4 and the burst ends unbalanced.
+TEST(CacheAwareGroup, ALargerNLeavesTheBurstUnbalanced) {
+  std::vector<int64_t> load = burst_from_idle(4);
+  EXPECT_EQ(load[0], 4);
+  EXPECT_EQ(*std::min_element(load.begin(), load.end()), 2);
 }
 
 }  // namespace
