@@ -156,6 +156,10 @@ void register_router(CLI::App& app) {
   cmd->add_option("--balance-abs-threshold", a->router.cache_aware.balance_abs_threshold, "Most in-flight requests any replica may hold above the least busy one after a decision")->capture_default_str();
   cmd->add_option("--balance-idle-cap", a->router.cache_aware.balance_idle_cap, "Most in-flight requests a replica may hold while another stays idle and no more requests than replicas are in flight")->capture_default_str();
   cmd->add_option("--balance-rel-threshold", a->router.cache_aware.balance_rel_threshold, "Load ratio over the least loaded")->capture_default_str();
+  cmd->add_option("--work-request-tokens", a->router.cache_aware.work_request_tokens, "Cost of a request beyond its uncached prompt tokens (work rule)")->capture_default_str();
+  cmd->add_option("--balance-work-slack", a->router.cache_aware.balance_work_slack, "Requests a prefix holder may hold beyond the count bound when a spill would repeat its prefill (0 = work rule off)")->capture_default_str();
+  cmd->add_option("--balance-abs-work", a->router.cache_aware.balance_abs_work, "Tokens a work-rule pick may finish later than the earliest allowed one")->capture_default_str();
+  cmd->add_option("--group-affinity", a->router.cache_aware.group_affinity, "A prompt group with fewer requests than this in flight goes to its best match whatever the count bound (0 = off)")->capture_default_str();
   cmd->add_option("--min-match-ratio", a->router.cache_aware.min_match_ratio, "Matched share of the prompt that counts")->capture_default_str();
   cmd->add_option("--region-penalty", a->router.cache_aware.remote_penalty, "Load added to other regions' replicas")->capture_default_str();
   cmd->add_option("--region-header", a->router.region_header, "Header naming the request's region")->capture_default_str();

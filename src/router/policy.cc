@@ -1,5 +1,7 @@
 #include "router/policy.h"
 
+#include <algorithm>
+
 namespace keel::router {
 
 std::string_view decision_name(Decision d) {
@@ -10,6 +12,8 @@ std::string_view decision_name(Decision d) {
     case Decision::kCacheHit: return "cache_hit";
     case Decision::kImbalance: return "imbalance";
     case Decision::kFreeCache: return "free_cache";
+    case Decision::kWarmQueue: return "warm_queue";
+    case Decision::kGroupAffinity: return "group_affinity";
   }
   return "unknown";
 }
@@ -24,7 +28,16 @@ Status CacheAwareConfig::validate() const {
   }
   if (balance_idle_cap < 1) return make_error(ErrorCode::kInvalidArgument, "balance-idle-cap must be >= 1");
   if (remote_penalty < 0) return make_error(ErrorCode::kInvalidArgument, "region-penalty must be >= 0");
+  if (work_request_tokens < 0) return make_error(ErrorCode::kInvalidArgument, "work-request-tokens must be >= 0");
+  if (balance_abs_work < 0) return make_error(ErrorCode::kInvalidArgument, "balance-abs-work must be >= 0");
+  if (balance_work_slack < 0) return make_error(ErrorCode::kInvalidArgument, "balance-work-slack must be >= 0");
+  if (group_affinity < 0) return make_error(ErrorCode::kInvalidArgument, "group-affinity must be >= 0");
   return {};
+}
+
+int64_t CacheAwareConfig::cost(int64_t n_keys, int64_t match, int64_t tokens_per_key) const {
+  const int64_t uncached = n_keys - std::clamp<int64_t>(match, 0, n_keys);
+  return uncached * std::max<int64_t>(tokens_per_key, 1) + work_request_tokens;
 }
 
 Result<std::unique_ptr<Policy>> make_policy(std::string_view name, const CacheAwareConfig& cache_aware) {

@@ -16,6 +16,7 @@ namespace keel::router {
 
 struct CandidateView {
   int64_t load = 0;        // router's in-flight count + traffic the replica reports that the router did not send
+  int64_t work = 0;        // router's work in flight there: the summed cost (tokens) of its requests (below)
   int64_t match = 0;       // leading prefix keys of this request the replica holds
   int64_t free_cache = 0;  // free KV slots if known, else minus the index entries we hold for it
   bool remote = false;     // not in the request's region
@@ -23,12 +24,20 @@ struct CandidateView {
 
 struct RouteRequest {
   int64_t n_keys = 0;  // prefix keys of the prompt (tokens or character blocks)
+  int64_t tokens_per_key = 1;  // tokens one key stands for (1 for token keys, estimated for character blocks)
+  int64_t group_in_flight = 0;  // requests of this prompt's group (its first kGroupTokens) in flight, before it
   uint64_t random = 0; // fresh random bits for this decision
 };
 
-enum class Decision { kRoundRobin, kRandom, kPowerOfTwo, kCacheHit, kImbalance, kFreeCache };
+// kWarmQueue: the best match was over the request-count bound and took the request by the work rule.
+// kGroupAffinity: it was over the bound and took it because its prompt group has few requests in flight.
+enum class Decision { kRoundRobin, kRandom, kPowerOfTwo, kCacheHit, kImbalance, kFreeCache, kWarmQueue, kGroupAffinity };
 std::string_view decision_name(Decision d);
-inline constexpr int kNumDecisions = 6;
+inline constexpr int kNumDecisions = 8;
+
+// A prompt's group: the prefix key covering its first kGroupTokens tokens (the start of a shared system
+// prompt), used to count a group's requests in flight for CacheAwareConfig::group_affinity.
+inline constexpr int64_t kGroupTokens = 32;
 
 struct Pick {
   int32_t index = -1;  // into the candidates; -1 only when there were none
@@ -46,8 +55,25 @@ struct CacheAwareConfig {
   int64_t balance_idle_cap = 2;
   double min_match_ratio = 0.25;          // matched keys / prompt keys below this: no useful match
   int64_t remote_penalty = 8;             // load added to replicas outside the request's region
+  // Work in flight (policy_cache_aware.cc, "work rule"). A request's cost on a replica is its uncached
+  // prompt tokens there plus work_request_tokens (decode and per-request overhead). A replica the
+  // count bound refuses may still take the request when its cost there is at most half the cheapest
+  // cost on the replicas the bound allows (they would prefill again what it holds), the request would
+  // finish there within max(rel x, + balance_abs_work) of its earliest finish among the allowed
+  // replicas (work in flight + cost, rel = balance_rel_threshold), and the replica then holds at most
+  // balance_work_slack requests more than the count bound allows. balance_work_slack = 0 turns the
+  // rule off (the count bound alone).
+  int64_t work_request_tokens = 16;
+  int64_t balance_abs_work = 0;
+  int64_t balance_work_slack = 0;
+  // Group affinity (0 = off): while a prompt group has fewer than this many requests in flight (this
+  // one would be at most the N-th), its request goes to the best-matching replica whatever the count
+  // bound, as peer routers do; from the N+1-th on (a burst of one prefix) the bound applies as usual.
+  int64_t group_affinity = 0;
 
   Status validate() const;
+  // Cost (tokens) of a request of n_keys keys on a replica holding `match` of them.
+  int64_t cost(int64_t n_keys, int64_t match, int64_t tokens_per_key) const;
 };
 
 class Policy {

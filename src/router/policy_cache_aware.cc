@@ -24,6 +24,29 @@
 // replica.h), then the lower load; candidates still tied take turns (a rotating start), so new
 // prefixes arriving one by one spread over equally free, equally idle replicas instead of all going to
 // the first one listed. When no candidate keeps the bound, the least loaded ones are eligible.
+//
+// Work rule (besides the count bound). Requests differ in cost: a prompt whose prefix a replica holds
+// costs its few uncached tokens there, a cold one its whole prompt (on the test bed a cold prefill
+// took as long as ~23 warm requests). The count bound alone sends a follower of a prefix that its
+// holder is still prefilling to another replica as soon as the holder has two requests, and that
+// spill is itself a cold prefill. So a candidate the count bound refuses is also eligible when
+//   - it costs at most half the cheapest cost among the candidates the bound allows (it holds a
+//     prefix they would prefill again; with equal or nearly equal costs everywhere, e.g. a burst of
+//     one prefix every replica holds, whose prompts differ in a token or two, the rule never applies
+//     and the count bound decides alone),
+//   - the request would finish there within max(rel x, + balance_abs_work) of its earliest finish
+//     (work in flight + cost) among the allowed candidates, and
+//   - it then holds at most balance_work_slack requests more than the count bound allows (a burst's
+//     ramp from idle then still ends balanced: 12 requests on 4 replicas end at 3 each with slack 1).
+// Costs are tokens (uncached prompt tokens + work_request_tokens); work in flight is the router's own
+// sum of its requests' costs at dispatch, taken off at completion.
+//
+// Group affinity (group_affinity = N > 0): while the request's prompt group (the prefix key of its first
+// kGroupTokens tokens) has fewer than N requests in flight, every in-scope candidate is eligible, so the
+// longest useful match wins whatever the count bound: the followers a cold prefill collects at low
+// load queue on their holder, as with peer routers. A burst of one prefix has N in flight after its
+// first N requests, and from then on the bound decides: with N = 3 a burst of 12 on 4 idle replicas
+// ends at 3 each. A request without a useful match still goes to the most free cache within the bound.
 #include <algorithm>
 #include <atomic>
 #include <limits>
@@ -76,9 +99,32 @@ class CacheAware final : public Policy {
     for (const auto& v : c) any = any || keeps_bound(v);
     int64_t min_eff = std::numeric_limits<int64_t>::max();
     for (const auto& v : c) min_eff = std::min(min_eff, effective_load(v));
-    // When no choice keeps the bound (completions drained the least busy, or remote-only headroom),
-    // the least loaded candidates are the only ones that move toward it.
-    auto eligible = [&](const CandidateView& v) { return any ? keeps_bound(v) : effective_load(v) == min_eff; };
+    // When no choice keeps the bound (completions drained the least busy, a work-rule pick holds one
+    // more than the cap, or remote-only headroom), the least loaded candidates are the only ones that
+    // move toward it.
+    auto within_bound = [&](const CandidateView& v) { return any ? keeps_bound(v) : effective_load(v) == min_eff; };
+    // Work rule: the cheapest cost and the earliest finish among the candidates the count bound allows.
+    auto cost = [&](const CandidateView& v) { return config_.cost(req.n_keys, v.match, req.tokens_per_key); };
+    int64_t ok_cost = std::numeric_limits<int64_t>::max(), ok_finish = std::numeric_limits<int64_t>::max();
+    for (const auto& v : c) {
+      if (!within_bound(v)) continue;
+      ok_cost = std::min(ok_cost, cost(v));
+      ok_finish = std::min(ok_finish, v.work + cost(v));
+    }
+    auto work_ok = [&](const CandidateView& v) {
+      if (config_.balance_work_slack == 0 || !in_scope(v) || within_bound(v)) return false;
+      const int64_t here = cost(v);
+      if (2 * here > ok_cost) return false;  // saves at least half: a prefill, not a token or two
+      const double finish = static_cast<double>(v.work + here);
+      const double limit = std::max(config_.balance_rel_threshold * static_cast<double>(ok_finish),
+                                    static_cast<double>(ok_finish + config_.balance_abs_work));
+      if (finish > limit) return false;
+      const int64_t lo_after = v.load == lo && n_lo == 1 ? std::min(lo + 1, second) : lo;
+      return v.load + 1 <= cap(lo_after) + config_.balance_work_slack;
+    };
+    // Group affinity: a group with few requests in flight is no burst; its holder may queue them.
+    const bool affinity = req.group_in_flight < config_.group_affinity;
+    auto eligible = [&](const CandidateView& v) { return within_bound(v) || work_ok(v) || (affinity && in_scope(v)); };
     int32_t best = -1, best_any = -1;
     for (size_t i = 0; i < c.size(); ++i) {
       auto idx = static_cast<int32_t>(i);
@@ -90,6 +136,7 @@ class CacheAware final : public Policy {
     const bool useful = b.match > 0 && static_cast<double>(b.match) >=
                                            config_.min_match_ratio * static_cast<double>(std::max<int64_t>(req.n_keys, 1));
     if (useful) {
+      if (!within_bound(b)) return {.index = best, .decision = work_ok(b) ? Decision::kWarmQueue : Decision::kGroupAffinity};
       bool spilled = c[static_cast<size_t>(best_any)].match > b.match;
       return {.index = best, .decision = spilled ? Decision::kImbalance : Decision::kCacheHit};
     }
@@ -97,10 +144,10 @@ class CacheAware final : public Policy {
     const size_t start = turn_.fetch_add(1, std::memory_order_relaxed) % c.size();
     for (size_t k = 0; k < c.size(); ++k) {
       const size_t i = (start + k) % c.size();
-      if (!eligible(c[i])) continue;
+      if (!within_bound(c[i])) continue;  // the work rule is for a useful match only
       if (roomiest < 0 || more_room(c[i], c[static_cast<size_t>(roomiest)])) roomiest = static_cast<int32_t>(i);
     }
-    bool spilled = c[static_cast<size_t>(best_any)].match > 0 && !eligible(c[static_cast<size_t>(best_any)]);
+    bool spilled = c[static_cast<size_t>(best_any)].match > 0 && !within_bound(c[static_cast<size_t>(best_any)]);
     return {.index = roomiest, .decision = spilled ? Decision::kImbalance : Decision::kFreeCache};
   }
 

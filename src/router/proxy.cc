@@ -269,6 +269,12 @@ void ProxyRequest::retry_later(const std::string& why) {
 void ProxyRequest::release_replica(bool ok) {
   if (!replica_ || attempt_start_us_ == 0) return;
   replica_->in_flight.fetch_sub(1, std::memory_order_relaxed);
+  replica_->work.fetch_sub(work_, std::memory_order_relaxed);
+  work_ = 0;
+  if (group_counted_) {
+    svc_.remove_group(group_);
+    group_counted_ = false;
+  }
   svc_.index().remove_in_flight(replica_->id, keys_, ok);
   svc_.latency_seconds(*replica_).observe(static_cast<double>(now_us() - attempt_start_us_) * 1e-6);
   if (ok) {

@@ -41,6 +41,7 @@ class ProxyRequest : public std::enable_shared_from_this<ProxyRequest> {
   bool admit();
   bool parse_body();
   void compute_keys();
+  void compute_prefix_keys();
   ReplicaPtr choose();
   void attempt(bool resuming);
   void on_head(uint64_t n, int status, const HeaderList& headers);
@@ -76,6 +77,10 @@ class ProxyRequest : public std::enable_shared_from_this<ProxyRequest> {
   // The current attempt.
   uint64_t attempt_n_ = 0;  // callbacks of older attempts are ignored
   ReplicaPtr replica_;
+  int64_t work_ = 0;  // this attempt's cost, counted in replica_->work until release_replica
+  bool has_group_ = false;      // the prompt has keys: group_ is its group (policy.h, kGroupTokens)
+  uint64_t group_ = 0;
+  bool group_counted_ = false;  // this attempt is counted in the service's group table
   std::shared_ptr<UpstreamCall> call_;
   int64_t attempt_start_us_ = 0;
   int status_ = 0;

@@ -89,6 +89,15 @@ bool ProxyRequest::parse_body() {
 }
 
 void ProxyRequest::compute_keys() {
+  compute_prefix_keys();
+  if (keys_->empty()) return;
+  // The key that covers the prompt's first kGroupTokens tokens (or all of a shorter prompt).
+  const int64_t keys_for_group = (kGroupTokens + slots_per_key_ - 1) / slots_per_key_;
+  group_ = (*keys_)[static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(keys_->size()), keys_for_group) - 1)];
+  has_group_ = true;
+}
+
+void ProxyRequest::compute_prefix_keys() {
   if (kind_ == ProxyKind::kModels || !svc_.policy().uses_prefix()) return;
   if (fields_.prompt_is_ids) {
     keys_ = std::make_shared<const std::vector<uint64_t>>(token_prefix_hashes(fields_.prompt_ids));
@@ -135,14 +144,25 @@ ReplicaPtr ProxyRequest::choose() {
     const bool exact = svc_.index().exact_live(rep.id);
     views.push_back(CandidateView{
         .load = rep.load(),
+        .work = rep.work.load(std::memory_order_relaxed),
         .match = prefix ? svc_.index().match(rep.id, *keys_) : 0,
         .free_cache = rep.free_cache(exact ? svc_.index().n_exact(rep.id) : svc_.index().n_approx(rep.id)),
         .remote = !region_.empty() && !rep.labels.region.empty() && rep.labels.region != region_});
   }
-  Pick pick = svc_.policy().pick(RouteRequest{.n_keys = static_cast<int64_t>(keys_->size()), .random = random_u64()}, views);
+  const auto n_keys = static_cast<int64_t>(keys_->size());
+  const int64_t group_in_flight = has_group_ ? svc_.group_in_flight_locked(group_) : 0;
+  Pick pick = svc_.policy().pick(RouteRequest{.n_keys = n_keys, .tokens_per_key = slots_per_key_,
+                                              .group_in_flight = group_in_flight, .random = random_u64()},
+                                 views);
   if (pick.index < 0) return nullptr;
   ReplicaPtr chosen = *cands[static_cast<size_t>(pick.index)];
   chosen->in_flight.fetch_add(1, std::memory_order_relaxed);  // taken off in release_replica
+  work_ = svc_.config().cache_aware.cost(n_keys, views[static_cast<size_t>(pick.index)].match, slots_per_key_);
+  chosen->work.fetch_add(work_, std::memory_order_relaxed);  // taken off in release_replica
+  if (has_group_) {
+    svc_.add_group_locked(group_);  // taken off in release_replica
+    group_counted_ = true;
+  }
   chosen->breaker.allow(now_ms);  // takes the half-open probe slot when probing
   svc_.count_decision(pick.decision);
   if (prefix) {

@@ -58,6 +58,9 @@ class Replica {
   // request the replica still counts for a moment after the router has its answer does not. A poll lags a burst by up to one interval, so it only ever adds to the
   // router's fresh count and never stands in for it.
   std::atomic<int64_t> in_flight{0};
+  // Work in flight: the summed cost (tokens: uncached prompt tokens + a per-request constant,
+  // CacheAwareConfig::cost) of the router's requests there, added with in_flight and taken off with it.
+  std::atomic<int64_t> work{0};
   std::atomic<int64_t> external{0};
   std::atomic<int64_t> excess_prev{0};  // the previous poll's reported - ours
   std::atomic<int64_t> queued{-1};

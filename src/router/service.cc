@@ -232,6 +232,9 @@ std::string RouterService::render_replica_metrics() {
     out += fmt::format("keel_router_decisions_total{{policy=\"{}\",decision=\"{}\"}} {}\n", policy_->name(),
                        decision_name(static_cast<Decision>(d)), decisions_[d].load());
   }
+  family("keel_router_group_requests_in_flight", "gauge",
+         "Requests in flight counted per prompt group (group affinity; the sum over groups).");
+  out += fmt::format("keel_router_group_requests_in_flight {}\n", group_requests());
   auto list = replicas_.snapshot();
   struct Series {
     const char* name;
@@ -250,6 +253,9 @@ std::string RouterService::render_replica_metrics() {
        [](const Replica& r) { return static_cast<double>(r.n_resumed.load()); }},
       {"keel_router_replica_in_flight", "gauge", "Requests the router has in flight on the replica.",
        [](const Replica& r) { return static_cast<double>(r.in_flight.load()); }},
+      {"keel_router_replica_work", "gauge",
+       "Work the router has in flight on the replica: summed request costs (uncached prompt tokens + a per-request constant).",
+       [](const Replica& r) { return static_cast<double>(r.work.load()); }},
       {"keel_router_replica_cache_hit_keys_total", "counter", "Estimated cached prefix keys of routed prompts.",
        [](const Replica& r) { return static_cast<double>(r.cache_hit_keys.load()); }},
       {"keel_router_replica_prompt_keys_total", "counter", "Prefix keys of routed prompts.",
@@ -273,6 +279,24 @@ std::string RouterService::render_replica_metrics() {
                        index_.n_approx(r->id));
   }
   return out;
+}
+
+int64_t RouterService::group_in_flight_locked(uint64_t group) const {
+  auto it = group_in_flight_.find(group);
+  return it == group_in_flight_.end() ? 0 : it->second;
+}
+
+void RouterService::add_group_locked(uint64_t group) {
+  ++group_in_flight_[group];
+  group_requests_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void RouterService::remove_group(uint64_t group) {
+  std::lock_guard lock(decision_mu_);
+  auto it = group_in_flight_.find(group);
+  if (it == group_in_flight_.end()) return;
+  if (--it->second == 0) group_in_flight_.erase(it);
+  group_requests_.fetch_sub(1, std::memory_order_relaxed);
 }
 
 }  // namespace keel::router

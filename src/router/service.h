@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "base/status.h"
@@ -103,6 +104,12 @@ class RouterService {
   server::Histogram& decision_seconds() { return *decision_s_; }
   // Held from reading the candidates' loads to counting the chosen replica's new request.
   std::mutex& decision_mutex() { return decision_mu_; }
+  // Requests in flight per prompt group (policy.h, kGroupTokens): read and added under
+  // decision_mutex() with the decision, taken off by remove_group (which takes it).
+  int64_t group_in_flight_locked(uint64_t group) const;
+  void add_group_locked(uint64_t group);
+  void remove_group(uint64_t group);
+  int64_t group_requests() const { return group_requests_.load(std::memory_order_relaxed); }
   server::Histogram& latency_seconds(Replica& r);
 
  private:
@@ -126,6 +133,8 @@ class RouterService {
   server::Histogram* decision_s_ = nullptr;
   std::atomic<int64_t> decisions_[kNumDecisions] = {};
   std::mutex decision_mu_;
+  std::unordered_map<uint64_t, int64_t> group_in_flight_;  // guarded by decision_mu_; no zero entries
+  std::atomic<int64_t> group_requests_{0};                  // their sum, for /metrics
   std::mutex persist_mu_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> started_{false};

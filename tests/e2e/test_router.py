@@ -301,9 +301,13 @@ def test_region_header_prefers_local_replicas(keel_bin, replicas):
 def test_idle_cap_keeps_a_third_request_on_the_prefix_holder(keel_bin, model_path, replicas):
     """Three concurrent requests of one cached prefix while the fleet is idle: with the default bound
     the holder takes two and the third goes to a replica without the prefix (the replica reports it
-    uncached); with --balance-idle-cap 3 all three stay on the holder and the replicas report hits."""
+    uncached); with --balance-idle-cap 3, --group-affinity 3 (three of the group in flight at most)
+    or --balance-work-slack 1 (the spill would repeat the prefix's prefill) all three stay on the
+    holder and the replicas report hits."""
     urls = replicas[0]
-    for tag, extra, on_holder in (("default", (), 2), ("idle cap", ("--balance-idle-cap", "3"), 3)):
+    for tag, extra, on_holder in (("default", (), 2), ("idle cap", ("--balance-idle-cap", "3"), 3),
+                                  ("group affinity", ("--group-affinity", "3"), 3),
+                                  ("work rule", ("--balance-work-slack", "1"), 3)):
         base, proc = start_router(keel_bin, urls, *extra, model_path=model_path)
         try:
             c = client_for(base)

@@ -4,6 +4,7 @@ stream cut mid-way); refused connections use a port nobody listens on. Every suc
 these tests comes from a real `keel serve` replica."""
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import json
+import socket
 import subprocess
 import threading
 import time
@@ -189,3 +190,94 @@ def test_no_replica_at_all_is_a_503_not_a_hang(keel_bin):
         assert http("GET", base + "/health")[0] == 503
     finally:
         stop(proc)
+
+
+def plain_metric(base: str, name: str) -> float:
+    _, _, text = http("GET", base + "/metrics")
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[-1])
+    raise AssertionError(f"{name} not in the router's metrics")
+
+
+def wait_idle(base: str, urls: list[str]) -> None:
+    """Waits (bounded) until the router holds no request and no work on any replica; fails otherwise."""
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        if all(metric(base, "keel_router_replica_in_flight", u) == 0 and
+               metric(base, "keel_router_replica_work", u) == 0 for u in urls) and \
+                plain_metric(base, "keel_router_group_requests_in_flight") == 0:
+            return
+        time.sleep(0.05)
+    state = {u: (metric(base, "keel_router_replica_in_flight", u), metric(base, "keel_router_replica_work", u))
+             for u in urls}
+    raise AssertionError(f"in flight / work not back to 0: {state}")
+
+
+def test_work_in_flight_is_taken_off_once_on_every_path(keel_bin, real_replica):
+    """keel_router_replica_work (the cost the work rule counts per replica) and the per-group count of
+    group affinity go up at dispatch and back to 0 after success, errors and retries (500s, first-byte timeouts, refused), a stream cut mid-way
+    and resumed or failed, and a client that hangs up while its request waits on a replica."""
+    # A client hanging up: the only replica stalls, so the request is in flight until the client goes.
+    slow = FakeBackend("slow")
+    base, proc = start_router(keel_bin, [slow.url], "--first-byte-timeout-ms", "60000")
+    try:
+        body = json.dumps({"model": "smollm2", "messages": [{"role": "user", "content": "wait " * 40}],
+                           "max_tokens": 1}).encode()
+        s = socket.create_connection(("127.0.0.1", int(base.rsplit(":", 1)[1])))
+        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+        deadline = time.time() + 30
+        while metric(base, "keel_router_replica_in_flight", slow.url) == 0 and time.time() < deadline:
+            time.sleep(0.02)
+        # Counted while it waits: its uncached prompt (character blocks, no --model) plus the constant.
+        assert metric(base, "keel_router_replica_in_flight", slow.url) == 1
+        assert metric(base, "keel_router_replica_work", slow.url) > 16
+        assert plain_metric(base, "keel_router_group_requests_in_flight") == 1  # its prompt group
+        s.close()
+        wait_idle(base, [slow.url])
+        time.sleep(5.5)  # past the fake's stall: a late answer must not take the work off a second time
+        assert metric(base, "keel_router_replica_work", slow.url) == 0
+        assert metric(base, "keel_router_replica_in_flight", slow.url) == 0
+        assert plain_metric(base, "keel_router_group_requests_in_flight") == 0
+    finally:
+        stop(proc)
+        slow.close()
+    # Success, errors and retries over faulty replicas and a real one.
+    failing, slow = FakeBackend("500"), FakeBackend("slow")
+    refused = f"http://127.0.0.1:{free_port()}"
+    urls = [failing.url, slow.url, refused, real_replica]
+    base, proc = start_router(keel_bin, urls, "--policy", "round_robin", "--first-byte-timeout-ms", "3000",
+                              "--breaker-threshold", "1000", "--max-retries", "4", "--retry-backoff-ms", "1")
+    try:
+        c = client_for(base)
+        for i in range(6):
+            assert c.chat.completions.create(model="smollm2", messages=[{"role": "user", "content": f"hi {i}"}],
+                                             max_tokens=2, temperature=0).choices[0].message.content
+        assert failing.posts >= 1 and slow.posts >= 1
+        wait_idle(base, urls)
+        time.sleep(5.5)  # every stalled fake answer has come back or been dropped: still 0, not below
+        wait_idle(base, urls)
+    finally:
+        stop(proc)
+        failing.close()
+        slow.close()
+    # Streams cut mid-way: resumed on the real replica (or ended with a clean error event).
+    cut = FakeBackend("cut")
+    urls = [cut.url, real_replica]
+    base, proc = start_router(keel_bin, urls, "--policy", "round_robin", "--retry-backoff-ms", "1")
+    try:
+        c = client_for(base)
+        for i in range(4):
+            try:
+                for _ in c.chat.completions.create(model="smollm2", stream=True, max_tokens=4,
+                                                   messages=[{"role": "user", "content": f"tell {i}"}]):
+                    pass
+            except openai.APIError:
+                pass
+        assert cut.posts >= 1
+        assert metric(base, "keel_router_replica_resumed_streams_total", real_replica) >= 1
+        wait_idle(base, urls)
+    finally:
+        stop(proc)
+        cut.close()
