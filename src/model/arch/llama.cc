@@ -66,8 +66,9 @@ class LlamaModel final : public Model {
 
  private:
   void ensure_scratch(int64_t n_tokens, int64_t n_rows);
-  void run_attention(int layer, const Batch& b, std::span<const backend::AttnSeq> seqs, KvStorage& kv, int64_t n);
-  void run_mlp(int layer, int64_t n);
+  void run_attention(int layer, const backend::Backend::PreNorm& norm, const Batch& b,
+                     std::span<const backend::AttnSeq> seqs, KvStorage& kv, int64_t n);
+  void run_mlp(int layer, const backend::Backend::PreNorm& norm, int64_t n);
   backend::Tensor run_head(const Batch& b, int64_t n);
   backend::Tensor issue_forward(const Batch& b, std::span<const backend::AttnSeq> seqs, KvStorage& kv);
   static bool pad_decode_step(const Batch& b, int64_t bucket, Batch& padded, std::vector<backend::AttnSeq>& seqs);
@@ -162,21 +163,23 @@ void LlamaModel::ensure_scratch(int64_t n, int64_t r) {
   }
 }
 
-// h (normed) -> q, k, v (+bias, +q/k norm, RoPE) -> K/V into the pool -> attention -> o_proj into proj.
-void LlamaModel::run_attention(int l, const Batch& b, std::span<const backend::AttnSeq> seqs, KvStorage& kv,
-                               int64_t n) {
+// The pre-norm into h -> q, k, v (+bias, +q/k norm, RoPE) -> K/V into the pool -> attention -> o_proj
+// into proj. The norm runs inside the Q/K/V matmul op (one launch for decode on cuda).
+void LlamaModel::run_attention(int l, const backend::Backend::PreNorm& norm, const Batch& b,
+                               std::span<const backend::AttnSeq> seqs, KvStorage& kv, int64_t n) {
   const ModelConfig& c = config_;
   LayerBuffers& w = layers_[static_cast<size_t>(l)];
   backend::Backend& be = *backend_;
   Tensor h = act(s_.h, n);
   Tensor q = act(s_.q, n), k = act(s_.k, n), v = act(s_.v, n);
   auto bias = [](const Buffer& buf) { return buf.empty() ? nullptr : &buf.tensor(); };
-  // Q, K and V from one read of h (one launch for decode on cuda).
+  // Q, K and V from one read of h.
   const auto qkv = [&](Tensor& qo, Tensor& ko) {
     const backend::Backend::MatmulTarget t[] = {{&w.wq.tensor(), bias(w.bq), &qo},
                                                 {&w.wk.tensor(), bias(w.bk), &ko},
                                                 {&w.wv.tensor(), bias(w.bv), &v}};
-    be.matmul_group(h, t);
+    be.norm_matmul_group(norm, t);
+    dump("attn_norm", l, h);
   };
   if (c.qk_norm) {
     Tensor q_raw = act(s_.q_raw, n), k_raw = act(s_.k_raw, n);
@@ -210,14 +213,14 @@ void LlamaModel::run_attention(int l, const Batch& b, std::span<const backend::A
   dump("attn_out", l, proj);
 }
 
-// h (normed) -> silu(gate) * up -> down into proj.
-void LlamaModel::run_mlp(int l, int64_t n) {
+// The pre-norm into h -> silu(gate) * up (one op: one launch for decode on cuda) -> down into proj.
+void LlamaModel::run_mlp(int l, const backend::Backend::PreNorm& norm, int64_t n) {
   LayerBuffers& w = layers_[static_cast<size_t>(l)];
   backend::Backend& be = *backend_;
-  Tensor h = act(s_.h, n), gate = act(s_.gate, n), upv = act(s_.up, n), a = act(s_.act, n);
-  const backend::Backend::MatmulTarget t[] = {{&w.w_gate.tensor(), nullptr, &gate}, {&w.w_up.tensor(), nullptr, &upv}};
-  be.matmul_group(h, t);
-  be.silu_mul(gate, upv, a);
+  Tensor gate = act(s_.gate, n), upv = act(s_.up, n), a = act(s_.act, n);
+  be.norm_gate_up_silu(norm, w.w_gate.tensor(), w.w_up.tensor(), gate, upv, a);
+  dump("ffn_inp", l, *norm.residual);
+  dump("ffn_norm", l, *norm.h);
   dump("ffn_act", l, a);
   Tensor proj = act(s_.proj, n);
   be.matmul(a, w.w_down.tensor(), nullptr, proj);
@@ -255,17 +258,12 @@ Tensor LlamaModel::issue_forward(const Batch& b, std::span<const backend::AttnSe
   for (int l = 0; l < c.n_layers; ++l) {
     LayerBuffers& w = layers_[static_cast<size_t>(l)];
     // The residual add of the previous block's MLP is fused into this block's first norm.
-    if (l == 0) {
-      be.rms_norm(x, w.attn_norm.tensor(), c.rms_eps, h);
-    } else {
-      be.add_rms_norm(x, proj, w.attn_norm.tensor(), c.rms_eps, h);
-    }
-    dump("attn_norm", l, h);
-    run_attention(l, b, seqs, kv, n);
-    be.add_rms_norm(x, proj, w.ffn_norm.tensor(), c.rms_eps, h);
-    dump("ffn_inp", l, x);
-    dump("ffn_norm", l, h);
-    run_mlp(l, n);
+    const backend::Backend::PreNorm attn_norm{
+        .residual = &x, .add = l == 0 ? nullptr : &proj, .w = &w.attn_norm.tensor(), .eps = c.rms_eps, .h = &h};
+    run_attention(l, attn_norm, b, seqs, kv, n);
+    const backend::Backend::PreNorm ffn_norm{
+        .residual = &x, .add = &proj, .w = &w.ffn_norm.tensor(), .eps = c.rms_eps, .h = &h};
+    run_mlp(l, ffn_norm, n);
   }
   return b.logit_rows.empty() ? Tensor{} : run_head(b, n);
 }

@@ -1,0 +1,28 @@
+// The fused decode GEMV (gemv.cu): the block's pre-norm inside the GEMV, and SiLU-mul as the gate/up
+// GEMV's epilogue (docs/cuda_backend.md "Fused decode GEMVs"). Called by CudaBackend (fused_ops.cc).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "backend/cuda/kernels.cuh"
+
+namespace keel::backend::cuda {
+
+// The fused form (weights, residual and outputs all bf16, or all f32 with f32 = true): each block
+// computes its x = rms_norm(residual + add) * w itself (n * k elements in shared memory, at most
+// 48 KiB), and the last block writes the new residual (when add != nullptr) and x to h. silu_pair: g
+// holds the gate (segment 0) and up (segment 1) weights, m[0] == m[1], and out[0] [n, m[0]] =
+// silu(x . gate^T) * (x . up^T), each product rounded to the output type first.
+struct GemvNorm {
+  void* residual;     // [n, k]
+  const void* add;    // [n, k], or null: the residual is only read
+  const float* w;     // [k]
+  float eps;
+  void* h;            // [n, k]
+  unsigned* counter;  // a zero; the last block sets it back to zero
+};
+void launch_gemv_fused(GemvGroup g, const GemvNorm& norm, bool silu_pair, int n, int64_t k, bool f32, cudaStream_t s);
+
+}  // namespace keel::backend::cuda
