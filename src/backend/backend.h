@@ -177,6 +177,15 @@ class Backend {
     matmul_group(*p.h, t);
     silu_mul(gate, up, out);
   }
+  // The pre-norm, then Q/K/V (norm_matmul_group of h with qkv = the q, k and v targets, whose outputs
+  // q, k, v are [n, heads, head_dim] views of), then rope_write_kv(q, k, v, ...): the attention block's
+  // front as one op (cuda: one launch for decode).
+  virtual void norm_qkv_rope_kv(const PreNorm& p, std::span<const MatmulTarget> qkv, Tensor& q, Tensor& k,
+                                const Tensor& v, std::span<const int32_t> positions, std::span<const int32_t> slots,
+                                const RopeParams& rope, Tensor& k_cache, Tensor& v_cache) {
+    norm_matmul_group(p, qkv);
+    rope_write_kv(q, k, v, positions, slots, rope, k_cache, v_cache);
+  }
   // In place on x [n, n_heads, head_dim]; positions [n].
   virtual void rope(Tensor& x, std::span<const int32_t> positions, const RopeParams& p) = 0;
   // Writes k, v [n, n_kv_heads, head_dim] into k_cache, v_cache [n_slots, n_kv_heads, head_dim]

@@ -49,6 +49,9 @@ class CudaBackend final : public Backend {
   void norm_matmul_group(const PreNorm& p, std::span<const MatmulTarget> targets) override;  // fused_ops.cc
   void norm_gate_up_silu(const PreNorm& p, const Tensor& w_gate, const Tensor& w_up, Tensor& gate, Tensor& up,
                          Tensor& out) override;
+  void norm_qkv_rope_kv(const PreNorm& p, std::span<const MatmulTarget> qkv, Tensor& q, Tensor& k, const Tensor& v,
+                        std::span<const int32_t> positions, std::span<const int32_t> slots, const RopeParams& rope,
+                        Tensor& k_cache, Tensor& v_cache) override;
   void rope(Tensor& x, std::span<const int32_t> positions, const RopeParams& p) override;
   void write_kv(const Tensor& k, const Tensor& v, std::span<const int32_t> slots, Tensor& k_cache,
                 Tensor& v_cache) override;

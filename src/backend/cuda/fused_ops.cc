@@ -1,6 +1,7 @@
-// CudaBackend::norm_matmul_group and norm_gate_up_silu: batch-1 decode runs the block's pre-norm
-// (residual add + RMSNorm) inside the GEMV that consumes it, and SiLU-mul as the gate/up GEMV's
-// epilogue (gemv.cu, docs/cuda_backend.md "Fused decode GEMVs"): 3 launches fewer per layer. Calls the
+// CudaBackend::norm_matmul_group, norm_gate_up_silu and norm_qkv_rope_kv: batch-1 decode runs the
+// block's pre-norm (residual add + RMSNorm) inside the GEMV that consumes it, SiLU-mul as the gate/up
+// GEMV's epilogue and RoPE + the KV-pool write as the Q/K/V GEMV's (gemv.cu, docs/cuda_backend.md
+// "Fused decode GEMVs"): 4 launches fewer per layer. Calls the
 // GEMV path does not take (prefill, f32 8-bit activation rounding, odd shapes), and every call with
 // KEEL_CUDA_FUSED_GEMV=0, run the Backend defaults (the separate ops).
 #include <cstdint>
@@ -77,7 +78,7 @@ void CudaBackend::norm_matmul_group(const PreNorm& p, std::span<const MatmulTarg
                   g.bias[2], g.out[0], g.out[1], g.out[2], g.m[0], g.m[1], g.m[2], g.n_seg, n, k, f32)) {
     return;
   }
-  launch_gemv_fused(g, nm, false, static_cast<int>(n), k, f32, stream_);
+  launch_gemv_fused(g, nm, GemvEpilogue::kNone, GemvRope{}, static_cast<int>(n), k, f32, stream_);
 }
 
 void CudaBackend::norm_gate_up_silu(const PreNorm& p, const Tensor& w_gate, const Tensor& w_up, Tensor& gate,
@@ -101,7 +102,62 @@ void CudaBackend::norm_gate_up_silu(const PreNorm& p, const Tensor& w_gate, cons
   if (skip_launch(nm.residual, nm.add, nm.w, nm.eps, nm.h, nm.counter, g.w[0], g.w[1], g.out[0], g.m[0], n, k, f32)) {
     return;
   }
-  launch_gemv_fused(g, nm, true, static_cast<int>(n), k, f32, stream_);
+  launch_gemv_fused(g, nm, GemvEpilogue::kSiluMul, GemvRope{}, static_cast<int>(n), k, f32, stream_);
+}
+
+void CudaBackend::norm_qkv_rope_kv(const PreNorm& p, std::span<const MatmulTarget> qkv, Tensor& q, Tensor& k,
+                                   const Tensor& v, std::span<const int32_t> positions, std::span<const int32_t> slots,
+                                   const RopeParams& rope, Tensor& k_cache, Tensor& v_cache) {
+  GemvNorm nm{};
+  const int64_t n = p.h->n_rows();
+  bool ok = qkv.size() == 3 && gemv_group_ok(*p.h, qkv) && q.shape.rank == 3 && k.shape.rank == 3 &&
+            v.shape == k.shape && q.shape[0] == n && q.shape[2] == k.shape[2];
+  const int64_t hd = ok ? q.shape[2] : 0, n_kv = ok ? k.shape[1] : 0;
+  ok = ok && qkv[0].out->data == q.data && qkv[1].out->data == k.data && qkv[2].out->data == v.data &&
+       q.numel() == qkv[0].out->numel() && k.numel() == qkv[1].out->numel() && v.numel() == qkv[2].out->numel() &&
+       q.dtype == p.h->dtype && k.dtype == q.dtype && v.dtype == q.dtype && qkv[0].out->dtype == q.dtype &&
+       hd % 2 == 0 && rope.rot_dims % 2 == 0 && rope.rot_dims <= hd &&
+       static_cast<int>(rope.inv_freq.size()) == rope.rot_dims / 2 &&
+       static_cast<int64_t>(positions.size()) == n && static_cast<int64_t>(slots.size()) == n &&
+       k_cache.dtype == q.dtype && v_cache.dtype == q.dtype && n_kv * hd > 0 && k_cache.numel() % (n_kv * hd) == 0 &&
+       v_cache.numel() == k_cache.numel();
+  if (ok) {
+    const int64_t n_slots = k_cache.numel() / (n_kv * hd);
+    for (const int32_t s : slots) ok = ok && s >= 0 && s < n_slots;
+  }
+  if (!ok || !gemv_norm(p, nm)) {  // (rope_write_kv checks the arguments and reports what is wrong)
+    Backend::norm_qkv_rope_kv(p, qkv, q, k, v, positions, slots, rope, k_cache, v_cache);
+    return;
+  }
+  ScopedOp prof(*prof_, "norm_qkv_rope_kv");
+  GemvGroup g{};
+  g.n_seg = 3;
+  for (size_t i = 0; i < 3; ++i) {
+    g.w[i] = qkv[i].w->data;
+    g.bias[i] = qkv[i].bias != nullptr ? static_cast<const float*>(qkv[i].bias->data) : nullptr;
+    g.out[i] = qkv[i].out->data;
+    g.m[i] = qkv[i].w->n_rows();
+  }
+  staging_->begin_op(positions.size_bytes() + slots.size_bytes() + rope.inv_freq.size_bytes(), 3);
+  GemvRope rp{.positions = staging_->stage(positions),
+              .slots = staging_->stage(slots),
+              .inv_freq = staging_->stage(rope.inv_freq),
+              .head_dim = static_cast<int>(hd),
+              .rot_dims = rope.rot_dims,
+              .n_kv = static_cast<int>(n_kv),
+              .neox = rope.style == RopeStyle::kNeox,
+              .attn_factor = rope.attn_factor,
+              .k_cache = k_cache.data,
+              .v_cache = v_cache.data};
+  const int64_t kdim = p.h->row_len();
+  const bool f32 = p.h->dtype == DType::kF32;
+  if (skip_launch(nm.residual, nm.add, nm.w, nm.eps, nm.h, nm.counter, g.w[0], g.w[1], g.w[2], g.bias[0], g.bias[1],
+                  g.bias[2], g.out[0], g.out[1], g.out[2], g.m[0], g.m[1], g.m[2], n, kdim, f32, rp.positions,
+                  rp.slots, rp.inv_freq, rp.head_dim, rp.rot_dims, rp.n_kv, rp.neox, rp.attn_factor, rp.k_cache,
+                  rp.v_cache)) {
+    return;
+  }
+  launch_gemv_fused(g, nm, GemvEpilogue::kRopeKv, rp, static_cast<int>(n), kdim, f32, stream_);
 }
 
 }  // namespace keel::backend::cuda

@@ -3,10 +3,11 @@
 // gate/up), f32 accumulation. Memory bound on the weights, so one warp streams one weight row with 16-byte loads
 // (8 in flight per lane) and reuses it for every token; x is tiny and stays in L1/L2. cuBLAS picks
 // kernels for n = 1 that read the weights at about half the bandwidth, hence this path.
-// Two fusions for batch-1 decode (docs/cuda_backend.md "Fused decode GEMVs"): the block's pre-norm
-// (kNorm: x = rms_norm(residual + add) computed by every block into shared memory, the last block to
-// get there writes the new residual and h) and, with it, the SiLU-and-multiply epilogue (kPair: a warp
-// runs row r of the gate and of the up weight and writes silu(gate) * up).
+// Fusions for batch-1 decode (docs/cuda_backend.md "Fused decode GEMVs"): the block's pre-norm (kNorm:
+// x = rms_norm(residual + add) computed by every block into shared memory, the last block to get there
+// writes the new residual and h) and, with it, an epilogue (gemv_fused.h): SiLU-and-multiply (a warp
+// runs row r of the gate and of the up weight) or RoPE + the KV-pool write (a warp runs the two rows
+// RoPE rotates together).
 #include <algorithm>
 
 #include "backend/cuda/dtype_util.cuh"
@@ -170,22 +171,68 @@ __device__ __forceinline__ float round_to(float v, const __nv_bfloat16*) {
   return __bfloat162float(__float2bfloat16_rn(v));
 }
 
-// W: the type of x and the weights (bf16, or f32 in the f32 mode); T: the output's. kRows: weight rows
-// per warp (2 with kPair: row r of g.w[0] (gate) and of g.w[1] (up), out = g.out[0]). The plain kernel
-// runs one row per warp; the kNorm ones are launched with at most one wave of blocks, each warp
-// striding over rows, so every block computes its pre-norm once.
-template <typename W, typename T, int kMaxN, bool kNorm, bool kPair>
-__global__ void __launch_bounds__(kThreads) gemv_kernel(const W* x, GemvGroup g, GemvNorm nm, int n, int64_t k) {
+// kRopeKv's epilogue for one token: the pair's two outputs (bias added) as matmul_group would store
+// them, rotated as rope_write_kv's kernel does (same angle, same expressions) unless they are v or a
+// pass-through pair, stored at rows ra and rb of out (the token's row of its segment) and, for k and v,
+// of the token's KV-pool row (a segment row is kv_head * head_dim + dim, the pool row's layout).
+template <typename T>
+__device__ __forceinline__ void rope_kv_store(const GemvRope& rp, int seg, int pair, int t, float v0, float v1,
+                                              T* out, int64_t ra, int64_t rb) {
+  const float x0 = round_to(v0, out), x1 = round_to(v1, out);
+  float y0 = x0, y1 = x1;
+  if (seg < 2 && pair < rp.rot_dims / 2) {
+    float sn, cs;
+    sincosf(static_cast<float>(rp.positions[t]) * rp.inv_freq[pair], &sn, &cs);
+    cs *= rp.attn_factor;
+    sn *= rp.attn_factor;
+    y0 = x0 * cs - x1 * sn;
+    y1 = x0 * sn + x1 * cs;
+  }
+  store_f(out, ra, y0);
+  store_f(out, rb, y1);
+  if (seg == 0) return;
+  T* cache = static_cast<T*>(seg == 1 ? rp.k_cache : rp.v_cache);
+  const int64_t dst = static_cast<int64_t>(rp.slots[t]) * rp.n_kv * rp.head_dim;
+  store_f(cache, dst + ra, y0);
+  store_f(cache, dst + rb, y1);
+}
+
+// W: the type of x and the weights (bf16, or f32 in the f32 mode); T: the output's. kEpi: a
+// GemvEpilogue. A warp's unit of work is one row (kNone) or two (kSiluMul: row r of g.w[0] (gate) and
+// of g.w[1] (up), out = g.out[0]; kRopeKv: the two rows of a head that RoPE rotates together, or two
+// pass-through rows past rot_dims). The plain kernel runs one unit per warp; the kNorm ones are
+// launched with at most one wave of blocks, each warp striding over units, so every block computes
+// its pre-norm once.
+template <typename W, typename T, int kMaxN, bool kNorm, int kEpi>
+__global__ void __launch_bounds__(kThreads) gemv_kernel(const W* x, GemvGroup g, GemvNorm nm, GemvRope rp, int n,
+                                                        int64_t k) {
   extern __shared__ uint4 hs[];  // kNorm: the block's x [n, k]
-  constexpr int kRows = kPair ? 2 : 1;
+  constexpr bool kPair = kEpi == static_cast<int>(GemvEpilogue::kSiluMul);
+  constexpr bool kRope = kEpi == static_cast<int>(GemvEpilogue::kRopeKv);
+  constexpr int kRows = kPair || kRope ? 2 : 1;
   pdl_trigger();
   const int lane = threadIdx.x % 32;
-  const int64_t rows = kPair ? g.m[0] : g.m_total;
+  const int64_t rows = kPair ? g.m[0] : kRope ? g.m_total / 2 : g.m_total;
   const int64_t row_step = kNorm ? static_cast<int64_t>(gridDim.x) * kWarpsPerBlock : rows;
   int64_t grow = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
   const int64_t kv = k / (16 / sizeof(W));  // 16-byte vectors per row
+  int seg = 0, pair = 0;  // kRope: the unit's segment (0 q, 1 k, 2 v) and pair index within its head
   const auto seg_rows = [&](int64_t r0, SegRow* sr) {
-    if constexpr (kPair) {
+    if constexpr (kRope) {
+      const int half_hd = rp.head_dim / 2, half_rot = rp.rot_dims / 2;
+      const int64_t head = r0 / half_hd;
+      pair = static_cast<int>(r0 % half_hd);
+      int a = rp.rot_dims + 2 * (pair - half_rot), b = a + 1;  // a pass-through pair
+      if (pair < half_rot) {
+        a = rp.neox ? pair : 2 * pair;
+        b = a + (rp.neox ? half_rot : 1);
+      }
+      const int64_t ga = head * rp.head_dim + a;
+      seg = ga < g.m[0] ? 0 : ga < g.m[0] + g.m[1] ? 1 : 2;
+      sr[0] = seg_row(g, ga);
+      sr[1] = sr[0];
+      sr[1].row += b - a;
+    } else if constexpr (kPair) {
       sr[0] = {g.w[0], g.bias[0], g.out[0], g.m[0], r0};
       sr[1] = {g.w[1], g.bias[1], g.out[0], g.m[0], r0};
     } else {
@@ -273,9 +320,13 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(const W* x, GemvGroup g,
     for (int t = 0; t < kMaxN; ++t) {
       float v[kRows];
 #pragma unroll
-      for (int r = 0; r < kRows; ++r) v[r] = warp_sum(acc[r][t]) + (sr[r].bias != nullptr ? sr[r].bias[row] : 0.0f);
+      for (int r = 0; r < kRows; ++r) {
+        v[r] = warp_sum(acc[r][t]) + (sr[r].bias != nullptr ? sr[r].bias[sr[r].row] : 0.0f);
+      }
       if (lane != 0 || t >= n) continue;
-      if constexpr (kPair) {
+      if constexpr (kRope) {
+        rope_kv_store(rp, seg, pair, t, v[0], v[1], out + t * m, row, sr[1].row);
+      } else if constexpr (kPair) {
         // silu_mul of the gate and up values as matmul_group would have stored them.
         const float gv = round_to(v[0], out), uv = round_to(v[1], out);
         store_f(out, t * m + row, gv / (1.0f + expf(-gv)) * uv);
@@ -286,9 +337,12 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(const W* x, GemvGroup g,
   }
 }
 
-template <typename W, typename T, int kMaxN, bool kNorm, bool kPair>
-void launch_n(const void* x, const GemvGroup& g, const GemvNorm& nm, int n, int64_t k, cudaStream_t s) {
-  const int64_t rows = kPair ? g.m[0] : g.m_total;
+template <typename W, typename T, int kMaxN, bool kNorm, int kEpi>
+void launch_n(const void* x, const GemvGroup& g, const GemvNorm& nm, const GemvRope& rp, int n, int64_t k,
+              cudaStream_t s) {
+  const int64_t rows = kEpi == static_cast<int>(GemvEpilogue::kSiluMul)  ? g.m[0]
+                       : kEpi == static_cast<int>(GemvEpilogue::kRopeKv) ? g.m_total / 2
+                                                                          : g.m_total;
   auto blocks = static_cast<unsigned>((rows + kWarpsPerBlock - 1) / kWarpsPerBlock);
   const size_t smem = kNorm ? static_cast<size_t>(n) * static_cast<size_t>(k) * sizeof(W) : 0;
   if constexpr (kNorm) {  // one wave at most: the pre-norm once per block
@@ -301,60 +355,64 @@ void launch_n(const void* x, const GemvGroup& g, const GemvNorm& nm, int n, int6
     static size_t queried_smem = 0;  // per instantiation; queried again when the shared memory changes
     static int per_sm = 0;
     if (per_sm == 0 || queried_smem != smem) {
-      (void)cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemv_kernel<W, T, kMaxN, kNorm, kPair>, kThreads,
+      (void)cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemv_kernel<W, T, kMaxN, kNorm, kEpi>, kThreads,
                                                           smem);
       queried_smem = smem;
     }
     blocks = std::min(blocks, static_cast<unsigned>(std::max(1, per_sm) * std::max(1, n_sm)));
   }
-  launch_pdl(gemv_kernel<W, T, kMaxN, kNorm, kPair>, dim3(blocks), dim3(kThreads), smem, s,
-             static_cast<const W*>(x), g, nm, n, k);
+  launch_pdl(gemv_kernel<W, T, kMaxN, kNorm, kEpi>, dim3(blocks), dim3(kThreads), smem, s, static_cast<const W*>(x),
+             g, nm, rp, n, k);
 }
 
 // Instantiates kMaxN 1, 2, 4, 8 for the plain kernel, 1 and 8 for the fused ones (batch-1 decode).
-template <typename W, typename T, bool kNorm, bool kPair>
-void launch_g(const void* x, GemvGroup& g, const GemvNorm& nm, int n, int64_t k, cudaStream_t s) {
+template <typename W, typename T, bool kNorm, int kEpi>
+void launch_g(const void* x, GemvGroup& g, const GemvNorm& nm, const GemvRope& rp, int n, int64_t k, cudaStream_t s) {
   g.m_total = 0;
   for (int i = 0; i < g.n_seg; ++i) g.m_total += g.m[i];
   if (n == 0 || g.m_total == 0) return;
   if (n == 1) {
-    launch_n<W, T, 1, kNorm, kPair>(x, g, nm, n, k, s);
-  } else if constexpr (kNorm || kPair) {
-    launch_n<W, T, 8, kNorm, kPair>(x, g, nm, n, k, s);
+    launch_n<W, T, 1, kNorm, kEpi>(x, g, nm, rp, n, k, s);
+  } else if constexpr (kNorm) {
+    launch_n<W, T, 8, kNorm, kEpi>(x, g, nm, rp, n, k, s);
   } else if (n == 2) {
-    launch_n<W, T, 2, kNorm, kPair>(x, g, nm, n, k, s);
+    launch_n<W, T, 2, kNorm, kEpi>(x, g, nm, rp, n, k, s);
   } else if (n <= 4) {
-    launch_n<W, T, 4, kNorm, kPair>(x, g, nm, n, k, s);
+    launch_n<W, T, 4, kNorm, kEpi>(x, g, nm, rp, n, k, s);
   } else {
-    launch_n<W, T, 8, kNorm, kPair>(x, g, nm, n, k, s);
+    launch_n<W, T, 8, kNorm, kEpi>(x, g, nm, rp, n, k, s);
   }
   KEEL_CUDA_LAUNCHED();
 }
 
 template <typename W>
-void launch_fused_w(GemvGroup& g, const GemvNorm& nm, bool silu_pair, int n, int64_t k, cudaStream_t s) {
-  if (silu_pair) {
-    launch_g<W, W, true, true>(nullptr, g, nm, n, k, s);
-  } else {
-    launch_g<W, W, true, false>(nullptr, g, nm, n, k, s);
+void launch_fused_w(GemvGroup& g, const GemvNorm& nm, GemvEpilogue epi, const GemvRope& rp, int n, int64_t k,
+                    cudaStream_t s) {
+  switch (epi) {
+    case GemvEpilogue::kSiluMul: launch_g<W, W, true, 1>(nullptr, g, nm, rp, n, k, s); break;
+    case GemvEpilogue::kRopeKv: launch_g<W, W, true, 2>(nullptr, g, nm, rp, n, k, s); break;
+    default: launch_g<W, W, true, 0>(nullptr, g, nm, rp, n, k, s); break;
   }
 }
 
 }  // namespace
 
 void launch_gemv_group(const void* x, GemvGroup g, int n, int64_t k, ActType t, cudaStream_t s) {
-  dispatch_act(t, [&](auto tag) { launch_g<__nv_bfloat16, decltype(tag), false, false>(x, g, GemvNorm{}, n, k, s); });
+  dispatch_act(t, [&](auto tag) {
+    launch_g<__nv_bfloat16, decltype(tag), false, 0>(x, g, GemvNorm{}, GemvRope{}, n, k, s);
+  });
 }
 
 void launch_gemv_group_f32(const float* x, GemvGroup g, int n, int64_t k, cudaStream_t s) {
-  launch_g<float, float, false, false>(x, g, GemvNorm{}, n, k, s);
+  launch_g<float, float, false, 0>(x, g, GemvNorm{}, GemvRope{}, n, k, s);
 }
 
-void launch_gemv_fused(GemvGroup g, const GemvNorm& norm, bool silu_pair, int n, int64_t k, bool f32, cudaStream_t s) {
+void launch_gemv_fused(GemvGroup g, const GemvNorm& norm, GemvEpilogue epi, const GemvRope& rope, int n, int64_t k,
+                       bool f32, cudaStream_t s) {
   if (f32) {
-    launch_fused_w<float>(g, norm, silu_pair, n, k, s);
+    launch_fused_w<float>(g, norm, epi, rope, n, k, s);
   } else {
-    launch_fused_w<__nv_bfloat16>(g, norm, silu_pair, n, k, s);
+    launch_fused_w<__nv_bfloat16>(g, norm, epi, rope, n, k, s);
   }
 }
 
