@@ -46,7 +46,7 @@ if want san; then
   FILTER='-*DecodeLongContextsSplitKv*:*CachedPrefix*:*SampleRows.*/0:*SampleRows.*/1:*SampleRowsDistribution*:*TensorCorePrefillLong*'
   timeout 240 $SAN --tool memcheck --error-exitcode 3 "$OPS" --gtest_brief=1 --gtest_filter="$FILTER" >"$OUT/memcheck.log" 2>&1; rc=$?
   note "memcheck" "$([[ $rc == 0 ]] && echo clean || echo "FAIL rc=$rc") ($(grep -m1 'ERROR SUMMARY' "$OUT/memcheck.log"))"
-  timeout 240 $SAN --tool racecheck --error-exitcode 3 "$OPS" --gtest_brief=1 --gtest_filter='*Attention*Prefill*:*AttentionBf16.DecodeKernel*:*RmsNorm*:*Mixed*:*SampleRows.*/2:-*TensorCorePrefillLong*' >"$OUT/racecheck.log" 2>&1; rc=$?
+  timeout 240 $SAN --tool racecheck --error-exitcode 3 "$OPS" --gtest_brief=1 --gtest_filter='*Attention*Prefill*:*AttentionBf16.DecodeKernel*:*RmsNorm*:*FusedGemv*:*Mixed*:*SampleRows.*/2:-*TensorCorePrefillLong*' >"$OUT/racecheck.log" 2>&1; rc=$?
   note "racecheck" "$([[ $rc == 0 ]] && echo clean || echo "FAIL rc=$rc") ($(grep -m1 'RACECHECK SUMMARY\|ERROR SUMMARY' "$OUT/racecheck.log"))"
 fi
 

@@ -152,6 +152,40 @@ class Backend {
   virtual void matmul_group(const Tensor& x, std::span<const MatmulTarget> targets) {
     for (const MatmulTarget& t : targets) matmul(x, *t.w, t.bias, *t.out);
   }
+  // The pre-norm of a block in front of its matmuls: residual += add (when add is not null), then
+  // h = rms_norm(residual, w, eps); all [n, d]. The two ops below take it so that cuda can compute h
+  // inside the decode GEMV that consumes it (docs/cuda_backend.md "Fused decode GEMVs"); their
+  // defaults (the CPU backend's, the reference) run the ops one by one.
+  struct PreNorm {
+    Tensor* residual;
+    const Tensor* add;  // may be null: h = rms_norm(residual), the residual is left as it is
+    const Tensor* w;    // [d] f32
+    float eps;
+    Tensor* h;
+  };
+  // The pre-norm, then matmul_group(h, targets).
+  virtual void norm_matmul_group(const PreNorm& p, std::span<const MatmulTarget> targets) {
+    pre_norm(p);
+    matmul_group(*p.h, targets);
+  }
+  // The pre-norm, then gate = h · w_gate^T, up = h · w_up^T and out = silu(gate) * up ([n, f]). gate
+  // and up are scratch: what they hold afterwards is unspecified (cuda's fused GEMV leaves them).
+  virtual void norm_gate_up_silu(const PreNorm& p, const Tensor& w_gate, const Tensor& w_up, Tensor& gate, Tensor& up,
+                                 Tensor& out) {
+    pre_norm(p);
+    const MatmulTarget t[] = {{&w_gate, nullptr, &gate}, {&w_up, nullptr, &up}};
+    matmul_group(*p.h, t);
+    silu_mul(gate, up, out);
+  }
+  // The pre-norm, then Q/K/V (norm_matmul_group of h with qkv = the q, k and v targets, whose outputs
+  // q, k, v are [n, heads, head_dim] views of), then rope_write_kv(q, k, v, ...): the attention block's
+  // front as one op (cuda: one launch for decode).
+  virtual void norm_qkv_rope_kv(const PreNorm& p, std::span<const MatmulTarget> qkv, Tensor& q, Tensor& k,
+                                const Tensor& v, std::span<const int32_t> positions, std::span<const int32_t> slots,
+                                const RopeParams& rope, Tensor& k_cache, Tensor& v_cache) {
+    norm_matmul_group(p, qkv);
+    rope_write_kv(q, k, v, positions, slots, rope, k_cache, v_cache);
+  }
   // In place on x [n, n_heads, head_dim]; positions [n].
   virtual void rope(Tensor& x, std::span<const int32_t> positions, const RopeParams& p) = 0;
   // Writes k, v [n, n_kv_heads, head_dim] into k_cache, v_cache [n_slots, n_kv_heads, head_dim]
@@ -213,6 +247,15 @@ class Backend {
   virtual void embed_sampled(const Tensor& /*table*/, std::span<const int32_t> /*ids*/,
                              std::span<const int32_t> /*from_sampled*/, Tensor& /*out*/) {
     KEEL_CHECK(false, "backend {} does not embed sampled tokens on the device", name());
+  }
+
+ protected:
+  void pre_norm(const PreNorm& p) {
+    if (p.add != nullptr) {
+      add_rms_norm(*p.residual, *p.add, *p.w, p.eps, *p.h);
+    } else {
+      rms_norm(*p.residual, *p.w, p.eps, *p.h);
+    }
   }
 };
 

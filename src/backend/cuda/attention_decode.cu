@@ -71,7 +71,7 @@ __device__ __forceinline__ void cp_async_wait() {
 // warp g % 4 finds head g's max over the splits (lanes read splits in parallel) and puts each split's
 // weight exp(m - max) (natural-log units, as combine_kernel) into shared memory (the ring, unused by
 // now; kMaxMergeSplits per head), lane 0 sums l x weight in split order; every thread sums acc x weight
-// for its outputs in split order, with the loads of 4 splits in flight at a time.
+// for its outputs in split order, with the loads of 8 (then 4) splits in flight at a time.
 template <int HD, int G>
 __device__ __forceinline__ void merge_if_last(const AttnLaunch& p, int n_real, int64_t row0, float* f_s) {
   __shared__ bool last;
@@ -116,6 +116,13 @@ __device__ __forceinline__ void merge_if_last(const AttnLaunch& p, int n_real, i
     const float* f = f_s + g * kMaxMergeSplits;
     float o = 0.0f;
     int sp = 0;
+    for (; sp + 8 <= n_real; sp += 8) {
+      float a[8];
+#pragma unroll
+      for (int u = 0; u < 8; ++u) a[u] = __ldcg(&p.partial_acc[((sp + u) * n_rows_total + row) * HD + d]);
+#pragma unroll
+      for (int u = 0; u < 8; ++u) o += a[u] * f[sp + u];
+    }
     for (; sp + 4 <= n_real; sp += 4) {
       float a[4];
 #pragma unroll

@@ -15,6 +15,7 @@
 #include "backend/backend.h"
 #include "backend/cuda/attention_plan.h"
 #include "backend/cuda/device_memory.h"
+#include "backend/cuda/gemv_fused.h"
 #include "backend/cuda/kernels.cuh"
 #include "backend/cuda/op_profile.h"
 #include "backend/cuda/step_graph.h"
@@ -45,6 +46,12 @@ class CudaBackend final : public Backend {
   void add_rms_norm(Tensor& residual, const Tensor& x, const Tensor& w, float eps, Tensor& out) override;
   void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out) override;
   void matmul_group(const Tensor& x, std::span<const MatmulTarget> targets) override;
+  void norm_matmul_group(const PreNorm& p, std::span<const MatmulTarget> targets) override;  // fused_ops.cc
+  void norm_gate_up_silu(const PreNorm& p, const Tensor& w_gate, const Tensor& w_up, Tensor& gate, Tensor& up,
+                         Tensor& out) override;
+  void norm_qkv_rope_kv(const PreNorm& p, std::span<const MatmulTarget> qkv, Tensor& q, Tensor& k, const Tensor& v,
+                        std::span<const int32_t> positions, std::span<const int32_t> slots, const RopeParams& rope,
+                        Tensor& k_cache, Tensor& v_cache) override;
   void rope(Tensor& x, std::span<const int32_t> positions, const RopeParams& p) override;
   void write_kv(const Tensor& k, const Tensor& v, std::span<const int32_t> slots, Tensor& k_cache,
                 Tensor& v_cache) override;
@@ -90,6 +97,11 @@ class CudaBackend final : public Backend {
   // x itself, or (block > 0) x rounded to the cpu's 8-bit grid in a scratch buffer.
   int q8_block(const void* w) const;
   const void* matmul_input(const Tensor& x, int block);
+  // matmul_ops.cc: whether matmul_group(x, targets) runs as one GEMV launch.
+  bool gemv_group_ok(const Tensor& x, std::span<const MatmulTarget> targets) const;
+  // fused_ops.cc: the fused GEMV's pre-norm, when p fits it (else false), and its counter.
+  bool gemv_norm(const PreNorm& p, GemvNorm& nm);
+  unsigned* norm_counter();
 
   int device_;
   DType act_;
@@ -113,6 +125,7 @@ class CudaBackend final : public Backend {
   std::shared_ptr<void> partials_;  // split-KV scratch, grown on demand
   size_t partials_floats_ = 0;
   std::shared_ptr<void> split_counters_;  // allocated once, zeroed once
+  std::shared_ptr<void> norm_counter_;    // the fused GEMV's last-block counter: allocated once, zeroed once
   GraphMode mode_ = GraphMode::kEager;
   bool graph_plan_ = false;  // inside a graph step: attention grid fixed per key, split length on the device
   std::vector<uint64_t> sig_;

@@ -95,7 +95,7 @@ void CudaBackend::matmul(const Tensor& x, const Tensor& w, const Tensor* bias, T
   if (has_bias) launch_add_bias(out.data, b, n, m, ot, stream_);
 }
 
-void CudaBackend::matmul_group(const Tensor& x, std::span<const MatmulTarget> targets) {
+bool CudaBackend::gemv_group_ok(const Tensor& x, std::span<const MatmulTarget> targets) const {
   const int64_t n = x.n_rows(), k = x.row_len();
   const bool f32 = x.dtype == DType::kF32;
   const int block = f32 && !targets.empty() ? q8_block(targets[0].w->data) : 0;
@@ -110,10 +110,17 @@ void CudaBackend::matmul_group(const Tensor& x, std::span<const MatmulTarget> ta
                  (t.bias == nullptr || t.bias->data == nullptr ||
                   (t.bias->dtype == DType::kF32 && t.bias->numel() == t.w->n_rows()));
   }
-  if (!one_launch) {
+  return one_launch;
+}
+
+void CudaBackend::matmul_group(const Tensor& x, std::span<const MatmulTarget> targets) {
+  if (!gemv_group_ok(x, targets)) {
     Backend::matmul_group(x, targets);
     return;
   }
+  const int64_t n = x.n_rows(), k = x.row_len();
+  const bool f32 = x.dtype == DType::kF32;
+  const int block = f32 ? q8_block(targets[0].w->data) : 0;
   ScopedOp prof(*prof_, "matmul");
   const ActType ot = targets[0].out->dtype == DType::kF32 ? ActType::kF32 : ActType::kBF16;
   KEEL_CHECK(ot == ActType::kF32 || targets[0].out->dtype == DType::kBF16, "matmul: out dtype {}",

@@ -66,8 +66,9 @@ class LlamaModel final : public Model {
 
  private:
   void ensure_scratch(int64_t n_tokens, int64_t n_rows);
-  void run_attention(int layer, const Batch& b, std::span<const backend::AttnSeq> seqs, KvStorage& kv, int64_t n);
-  void run_mlp(int layer, int64_t n);
+  void run_attention(int layer, const backend::Backend::PreNorm& norm, const Batch& b,
+                     std::span<const backend::AttnSeq> seqs, KvStorage& kv, int64_t n);
+  void run_mlp(int layer, const backend::Backend::PreNorm& norm, int64_t n);
   backend::Tensor run_head(const Batch& b, int64_t n);
   backend::Tensor issue_forward(const Batch& b, std::span<const backend::AttnSeq> seqs, KvStorage& kv);
   static bool pad_decode_step(const Batch& b, int64_t bucket, Batch& padded, std::vector<backend::AttnSeq>& seqs);
@@ -162,32 +163,17 @@ void LlamaModel::ensure_scratch(int64_t n, int64_t r) {
   }
 }
 
-// h (normed) -> q, k, v (+bias, +q/k norm, RoPE) -> K/V into the pool -> attention -> o_proj into proj.
-void LlamaModel::run_attention(int l, const Batch& b, std::span<const backend::AttnSeq> seqs, KvStorage& kv,
-                               int64_t n) {
+// The pre-norm into h -> q, k, v (+bias, +q/k norm, RoPE) -> K/V into the pool -> attention -> o_proj
+// into proj. Without q/k norms the norm, Q/K/V, RoPE and the pool write are one op (one launch for
+// decode on cuda); with them the norm runs inside the Q/K/V matmul op.
+void LlamaModel::run_attention(int l, const backend::Backend::PreNorm& norm, const Batch& b,
+                               std::span<const backend::AttnSeq> seqs, KvStorage& kv, int64_t n) {
   const ModelConfig& c = config_;
   LayerBuffers& w = layers_[static_cast<size_t>(l)];
   backend::Backend& be = *backend_;
   Tensor h = act(s_.h, n);
   Tensor q = act(s_.q, n), k = act(s_.k, n), v = act(s_.v, n);
   auto bias = [](const Buffer& buf) { return buf.empty() ? nullptr : &buf.tensor(); };
-  // Q, K and V from one read of h (one launch for decode on cuda).
-  const auto qkv = [&](Tensor& qo, Tensor& ko) {
-    const backend::Backend::MatmulTarget t[] = {{&w.wq.tensor(), bias(w.bq), &qo},
-                                                {&w.wk.tensor(), bias(w.bk), &ko},
-                                                {&w.wv.tensor(), bias(w.bv), &v}};
-    be.matmul_group(h, t);
-  };
-  if (c.qk_norm) {
-    Tensor q_raw = act(s_.q_raw, n), k_raw = act(s_.k_raw, n);
-    qkv(q_raw, k_raw);
-    Tensor qh = q.reshaped(make_shape({n * c.n_heads, c.head_dim}));
-    Tensor kh = k.reshaped(make_shape({n * c.n_kv_heads, c.head_dim}));
-    be.rms_norm(q_raw.reshaped(qh.shape), w.q_norm.tensor(), c.rms_eps, qh);
-    be.rms_norm(k_raw.reshaped(kh.shape), w.k_norm.tensor(), c.rms_eps, kh);
-  } else {
-    qkv(q, k);
-  }
   Tensor q3 = q.reshaped(make_shape({n, c.n_heads, c.head_dim}));
   Tensor k3 = k.reshaped(make_shape({n, c.n_kv_heads, c.head_dim}));
   Tensor v3 = v.reshaped(make_shape({n, c.n_kv_heads, c.head_dim}));
@@ -195,14 +181,32 @@ void LlamaModel::run_attention(int l, const Batch& b, std::span<const backend::A
                                .rot_dims = static_cast<int>(c.head_dim),
                                .inv_freq = rope_.inv_freq,
                                .attn_factor = rope_.attn_factor};
-  be.rope_write_kv(q3, k3, v3, b.positions, b.slots, rp, kv.k[static_cast<size_t>(l)].tensor(),
-                   kv.v[static_cast<size_t>(l)].tensor());
+  Tensor& k_cache = kv.k[static_cast<size_t>(l)].tensor();
+  Tensor& v_cache = kv.v[static_cast<size_t>(l)].tensor();
+  // Q, K and V from one read of h.
+  if (c.qk_norm) {
+    Tensor q_raw = act(s_.q_raw, n), k_raw = act(s_.k_raw, n);
+    const backend::Backend::MatmulTarget t[] = {{&w.wq.tensor(), bias(w.bq), &q_raw},
+                                                {&w.wk.tensor(), bias(w.bk), &k_raw},
+                                                {&w.wv.tensor(), bias(w.bv), &v}};
+    be.norm_matmul_group(norm, t);
+    Tensor qh = q.reshaped(make_shape({n * c.n_heads, c.head_dim}));
+    Tensor kh = k.reshaped(make_shape({n * c.n_kv_heads, c.head_dim}));
+    be.rms_norm(q_raw.reshaped(qh.shape), w.q_norm.tensor(), c.rms_eps, qh);
+    be.rms_norm(k_raw.reshaped(kh.shape), w.k_norm.tensor(), c.rms_eps, kh);
+    be.rope_write_kv(q3, k3, v3, b.positions, b.slots, rp, k_cache, v_cache);
+  } else {
+    const backend::Backend::MatmulTarget t[] = {
+        {&w.wq.tensor(), bias(w.bq), &q}, {&w.wk.tensor(), bias(w.bk), &k}, {&w.wv.tensor(), bias(w.bv), &v}};
+    be.norm_qkv_rope_kv(norm, t, q3, k3, v3, b.positions, b.slots, rp, k_cache, v_cache);
+  }
+  dump("attn_norm", l, h);
   dump("Qcur", l, q3);
   dump("Kcur", l, k3);
   dump("Vcur", l, v3);
   Tensor o3 = act(s_.attn, n).reshaped(make_shape({n, c.n_heads, c.head_dim}));
   const backend::AttentionParams ap{.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim)), .seqs = seqs};
-  be.attention(q3, kv.k[static_cast<size_t>(l)].tensor(), kv.v[static_cast<size_t>(l)].tensor(), ap, o3);
+  be.attention(q3, k_cache, v_cache, ap, o3);
   Tensor o = act(s_.attn, n);
   dump("kqv_out", l, o);
   Tensor proj = act(s_.proj, n);
@@ -210,14 +214,14 @@ void LlamaModel::run_attention(int l, const Batch& b, std::span<const backend::A
   dump("attn_out", l, proj);
 }
 
-// h (normed) -> silu(gate) * up -> down into proj.
-void LlamaModel::run_mlp(int l, int64_t n) {
+// The pre-norm into h -> silu(gate) * up (one op: one launch for decode on cuda) -> down into proj.
+void LlamaModel::run_mlp(int l, const backend::Backend::PreNorm& norm, int64_t n) {
   LayerBuffers& w = layers_[static_cast<size_t>(l)];
   backend::Backend& be = *backend_;
-  Tensor h = act(s_.h, n), gate = act(s_.gate, n), upv = act(s_.up, n), a = act(s_.act, n);
-  const backend::Backend::MatmulTarget t[] = {{&w.w_gate.tensor(), nullptr, &gate}, {&w.w_up.tensor(), nullptr, &upv}};
-  be.matmul_group(h, t);
-  be.silu_mul(gate, upv, a);
+  Tensor gate = act(s_.gate, n), upv = act(s_.up, n), a = act(s_.act, n);
+  be.norm_gate_up_silu(norm, w.w_gate.tensor(), w.w_up.tensor(), gate, upv, a);
+  dump("ffn_inp", l, *norm.residual);
+  dump("ffn_norm", l, *norm.h);
   dump("ffn_act", l, a);
   Tensor proj = act(s_.proj, n);
   be.matmul(a, w.w_down.tensor(), nullptr, proj);
@@ -230,8 +234,15 @@ Tensor LlamaModel::run_head(const Batch& b, int64_t n) {
   backend::Backend& be = *backend_;
   const auto r = static_cast<int64_t>(b.logit_rows.size());
   Tensor rx = act(s_.rows_x, r), ra = act(s_.rows_add, r), rh = act(s_.rows_h, r), lg = act(s_.logits, r);
-  be.gather_rows(act(s_.x, n), b.logit_rows, rx);
-  be.gather_rows(act(s_.proj, n), b.logit_rows, ra);
+  bool all_rows = r == n;  // every token's row in order (decode steps): no gather
+  for (int64_t i = 0; all_rows && i < r; ++i) all_rows = b.logit_rows[static_cast<size_t>(i)] == i;
+  if (all_rows) {
+    rx = act(s_.x, n);  // the residual is not read after the head: updated in place
+    ra = act(s_.proj, n);
+  } else {
+    be.gather_rows(act(s_.x, n), b.logit_rows, rx);
+    be.gather_rows(act(s_.proj, n), b.logit_rows, ra);
+  }
   be.add_rms_norm(rx, ra, output_norm_.tensor(), config_.rms_eps, rh);
   dump("result_norm", -1, rh);
   be.matmul(rh, output_weight(), nullptr, lg);
@@ -255,17 +266,12 @@ Tensor LlamaModel::issue_forward(const Batch& b, std::span<const backend::AttnSe
   for (int l = 0; l < c.n_layers; ++l) {
     LayerBuffers& w = layers_[static_cast<size_t>(l)];
     // The residual add of the previous block's MLP is fused into this block's first norm.
-    if (l == 0) {
-      be.rms_norm(x, w.attn_norm.tensor(), c.rms_eps, h);
-    } else {
-      be.add_rms_norm(x, proj, w.attn_norm.tensor(), c.rms_eps, h);
-    }
-    dump("attn_norm", l, h);
-    run_attention(l, b, seqs, kv, n);
-    be.add_rms_norm(x, proj, w.ffn_norm.tensor(), c.rms_eps, h);
-    dump("ffn_inp", l, x);
-    dump("ffn_norm", l, h);
-    run_mlp(l, n);
+    const backend::Backend::PreNorm attn_norm{
+        .residual = &x, .add = l == 0 ? nullptr : &proj, .w = &w.attn_norm.tensor(), .eps = c.rms_eps, .h = &h};
+    run_attention(l, attn_norm, b, seqs, kv, n);
+    const backend::Backend::PreNorm ffn_norm{
+        .residual = &x, .add = &proj, .w = &w.ffn_norm.tensor(), .eps = c.rms_eps, .h = &h};
+    run_mlp(l, ffn_norm, n);
   }
   return b.logit_rows.empty() ? Tensor{} : run_head(b, n);
 }
