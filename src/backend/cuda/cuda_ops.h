@@ -22,6 +22,9 @@
 
 namespace keel::backend::cuda {
 
+// matmul_ops.cc: the GEMV launch group of targets (weights, biases, outputs; at most kGemvMaxSegments).
+GemvGroup gemv_group(std::span<const Backend::MatmulTarget> targets);
+
 class CudaBackend final : public Backend {
  public:
   // act: kBF16 or kF32, the precision of activations, matrix weights and the KV cache.

@@ -64,15 +64,7 @@ void CudaBackend::norm_matmul_group(const PreNorm& p, std::span<const MatmulTarg
   }
   ScopedOp prof(*prof_, "norm_matmul");
   const int64_t n = p.h->n_rows(), k = p.h->row_len();
-  GemvGroup g{};
-  g.n_seg = static_cast<int>(targets.size());
-  for (size_t i = 0; i < targets.size(); ++i) {
-    const MatmulTarget& t = targets[i];
-    g.w[i] = t.w->data;
-    g.bias[i] = t.bias != nullptr ? static_cast<const float*>(t.bias->data) : nullptr;
-    g.out[i] = t.out->data;
-    g.m[i] = t.w->n_rows();
-  }
+  const GemvGroup g = gemv_group(targets);
   const bool f32 = p.h->dtype == DType::kF32;
   if (skip_launch(nm.residual, nm.add, nm.w, nm.eps, nm.h, nm.counter, g.w[0], g.w[1], g.w[2], g.bias[0], g.bias[1],
                   g.bias[2], g.out[0], g.out[1], g.out[2], g.m[0], g.m[1], g.m[2], g.n_seg, n, k, f32)) {
@@ -130,14 +122,7 @@ void CudaBackend::norm_qkv_rope_kv(const PreNorm& p, std::span<const MatmulTarge
     return;
   }
   ScopedOp prof(*prof_, "norm_qkv_rope_kv");
-  GemvGroup g{};
-  g.n_seg = 3;
-  for (size_t i = 0; i < 3; ++i) {
-    g.w[i] = qkv[i].w->data;
-    g.bias[i] = qkv[i].bias != nullptr ? static_cast<const float*>(qkv[i].bias->data) : nullptr;
-    g.out[i] = qkv[i].out->data;
-    g.m[i] = qkv[i].w->n_rows();
-  }
+  const GemvGroup g = gemv_group(qkv);  // ok: qkv.size() == 3
   staging_->begin_op(positions.size_bytes() + slots.size_bytes() + rope.inv_freq.size_bytes(), 3);
   GemvRope rp{.positions = staging_->stage(positions),
               .slots = staging_->stage(slots),

@@ -95,6 +95,19 @@ void CudaBackend::matmul(const Tensor& x, const Tensor& w, const Tensor* bias, T
   if (has_bias) launch_add_bias(out.data, b, n, m, ot, stream_);
 }
 
+GemvGroup gemv_group(std::span<const Backend::MatmulTarget> targets) {
+  GemvGroup g{};
+  g.n_seg = static_cast<int>(targets.size());
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const Backend::MatmulTarget& t = targets[i];
+    g.w[i] = t.w->data;
+    g.bias[i] = t.bias != nullptr ? static_cast<const float*>(t.bias->data) : nullptr;
+    g.out[i] = t.out->data;
+    g.m[i] = t.w->n_rows();
+  }
+  return g;
+}
+
 bool CudaBackend::gemv_group_ok(const Tensor& x, std::span<const MatmulTarget> targets) const {
   const int64_t n = x.n_rows(), k = x.row_len();
   const bool f32 = x.dtype == DType::kF32;
@@ -125,15 +138,7 @@ void CudaBackend::matmul_group(const Tensor& x, std::span<const MatmulTarget> ta
   const ActType ot = targets[0].out->dtype == DType::kF32 ? ActType::kF32 : ActType::kBF16;
   KEEL_CHECK(ot == ActType::kF32 || targets[0].out->dtype == DType::kBF16, "matmul: out dtype {}",
              tensor::dtype_name(targets[0].out->dtype));
-  GemvGroup g{};
-  g.n_seg = static_cast<int>(targets.size());
-  for (size_t i = 0; i < targets.size(); ++i) {
-    const MatmulTarget& t = targets[i];
-    g.w[i] = t.w->data;
-    g.bias[i] = t.bias != nullptr ? static_cast<const float*>(t.bias->data) : nullptr;
-    g.out[i] = t.out->data;
-    g.m[i] = t.w->n_rows();
-  }
+  const GemvGroup g = gemv_group(targets);
   const void* xin = matmul_input(x, block);
   if (skip_launch(xin, g.w[0], g.w[1], g.w[2], g.bias[0], g.bias[1], g.bias[2], g.out[0], g.out[1], g.out[2],
                   g.m[0], g.m[1], g.m[2], g.n_seg, n, k, ot, f32)) {
