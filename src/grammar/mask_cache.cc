@@ -98,9 +98,9 @@ PositionMask TokenMaskCache::classify(uint32_t pos) {
       // The next sibling is where a skip lands, far away in the trie: start loading it now (the walk
       // of a string state is mostly skips, and each one waited for that node).
       __builtin_prefetch(&nodes[std::min<size_t>(node.subtree_end, nodes.size() - 1)]);
-      if (walk.accepts_subtree(*trie_, i)) {
-        accept(trie_->subtree_tok_begin(i), trie_->subtree_tok_end(i));
-        i = node.subtree_end;
+      if (const uint32_t e = walk.accepted_until(*trie_, i, static_cast<uint32_t>(nodes.size())); e != i) {
+        accept(node.tok_begin, trie_->tok_begin_at(e));
+        i = e;
         continue;
       }
       const StateWalker::Step step = walk.step(d, node.byte);

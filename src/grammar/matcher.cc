@@ -105,9 +105,10 @@ void GrammarMatcher::check_uncertain(std::span<uint32_t> bitmask) {
     for (uint32_t i = root; alive && i < covered_end;) {
       const VocabTrie::Node& n = nodes[i];
       __builtin_prefetch(&nodes[std::min<size_t>(n.subtree_end, nodes.size() - 1)]);  // where a skip lands
-      if (walk.accepts_subtree(trie, i)) {
-        for (uint32_t t = n.tok_begin, e = trie.subtree_tok_end(i); t < e; ++t) bitmask[ids[t] >> 5] |= 1u << (ids[t] & 31);
-        i = n.subtree_end;
+      // Siblings of the root itself lie outside its subtree: a run of them is not taken from there.
+      if (const uint32_t e = walk.accepted_until(trie, i, i == root ? n.subtree_end : covered_end); e != i) {
+        for (uint32_t t = n.tok_begin, te = trie.tok_begin_at(e); t < te; ++t) bitmask[ids[t] >> 5] |= 1u << (ids[t] & 31);
+        i = e;
         continue;
       }
       if (walk.step(n.depth - 1, n.byte).state == StateTable::kDead) {

@@ -130,4 +130,17 @@ bool StateWalker::accepts_subtree(const VocabTrie& trie, uint32_t i) {
   return trie.nodes()[i].subtree_end - i >= kTextWorth && t <= text_run(d);
 }
 
+uint32_t StateWalker::accepted_until(const VocabTrie& trie, uint32_t i, uint32_t limit) {
+  if (trie.text_height(i) != 0) {
+    const uint32_t e = trie.text_span_end(i), d = trie.nodes()[i].depth - 1;
+    const StateTable::State s = state_[d];
+    if (e <= limit && e != trie.nodes()[i].subtree_end && s != StateTable::kNone && s != StateTable::kDead) {
+      const uint8_t known = table_.text_run(s);
+      const uint32_t run = known != 0 ? known - 1u : e - i >= 256 ? text_run(d) : 0;
+      if (trie.text_span_height(i) <= run) return e;
+    }
+  }
+  return accepts_subtree(trie, i) ? trie.nodes()[i].subtree_end : i;
+}
+
 }  // namespace keel::grammar

@@ -59,6 +59,10 @@ class StateWalker {
   // Whether trie node i's whole subtree is accepted from the state at depth i.depth - 1 without
   // visiting it: its plain height or its text height is within the state's run.
   bool accepts_subtree(const VocabTrie& trie, uint32_t i);
+  // The same for node i and the text siblings after it (VocabTrie::text_span_end), up to `limit`: the
+  // node index where the accepted run ends (i when nothing is accepted). Its tokens are
+  // [i's first token, tok_begin_at(end)).
+  uint32_t accepted_until(const VocabTrie& trie, uint32_t i, uint32_t limit);
 
  private:
   Step step_slow(uint32_t d, uint8_t b);

@@ -66,6 +66,16 @@ VocabTrie::VocabTrie(Vocabulary vocab) : vocab_(std::move(vocab)) {
     }
     if (ok) text_height_[i] = static_cast<uint8_t>(std::min(best, 255u));
   }
+  // Runs of text siblings, later siblings first.
+  text_span_end_.assign(nodes_.size(), 0);
+  text_span_height_.assign(nodes_.size(), 0);
+  for (size_t i = nodes_.size(); i-- > 0;) {
+    if (text_height_[i] == 0) continue;
+    const uint32_t next = nodes_[i].subtree_end;
+    const bool sibling = next < nodes_.size() && parents_[next] == parents_[i] && text_height_[next] != 0;
+    text_span_end_[i] = sibling ? text_span_end_[next] : next;
+    text_span_height_[i] = sibling ? std::max(text_height_[i], text_span_height_[next]) : text_height_[i];
+  }
 }
 
 VocabTrie::Utf8Lead VocabTrie::utf8_lead(uint8_t b) {

@@ -52,6 +52,16 @@ class VocabTrie {
   // characters such a continuation has, a cut-short one included, capped at 255; else 0. A walk
   // standing in a state that surely takes any run of that many text characters accepts the subtree.
   uint8_t text_height(uint32_t i) const { return text_height_[i]; }
+  // For a node of non-zero text height: the end of the run of text subtrees it starts among its
+  // siblings (the first later sibling that is not text, or the parent's subtree end), and the most
+  // text height in that run. A walk skips the whole run at once: below a node that is not text (it
+  // holds a '"' token, say) most children usually are.
+  uint32_t text_span_end(uint32_t i) const { return text_span_end_[i]; }
+  uint8_t text_span_height(uint32_t i) const { return text_span_height_[i]; }
+  // First token (in token_ids() order) at or after node index i (token_ids().size() at the end).
+  uint32_t tok_begin_at(uint32_t i) const {
+    return i < nodes_.size() ? nodes_[i].tok_begin : static_cast<uint32_t>(token_ids_.size());
+  }
   // For a UTF-8 lead byte: the character's length (2-4) and the range of its second byte; length 0
   // for a byte that starts no multi-byte character.
   struct Utf8Lead {
@@ -71,6 +81,8 @@ class VocabTrie {
   std::vector<uint32_t> parents_;
   std::vector<uint8_t> plain_height_;
   std::vector<uint8_t> text_height_;
+  std::vector<uint32_t> text_span_end_;
+  std::vector<uint8_t> text_span_height_;
   std::vector<uint8_t> is_eos_;
   std::vector<uint32_t> token_bits_;
 };
