@@ -95,9 +95,12 @@ PositionMask TokenMaskCache::classify(uint32_t pos) {
     for (uint32_t i = 0; i < nodes.size();) {
       const VocabTrie::Node& node = nodes[i];
       const uint32_t d = node.depth - 1;
-      if (const uint8_t h = trie_->plain_height(i); h != 0 && h <= walk.plain_run(d)) {
-        accept(trie_->subtree_tok_begin(i), trie_->subtree_tok_end(i));
-        i = node.subtree_end;
+      // The next sibling is where a skip lands, far away in the trie: start loading it now (the walk
+      // of a string state is mostly skips, and each one waited for that node).
+      __builtin_prefetch(&nodes[std::min<size_t>(node.subtree_end, nodes.size() - 1)]);
+      if (const uint32_t e = walk.accepted_until(*trie_, i, static_cast<uint32_t>(nodes.size())); e != i) {
+        accept(node.tok_begin, trie_->tok_begin_at(e));
+        i = e;
         continue;
       }
       const StateWalker::Step step = walk.step(d, node.byte);
@@ -112,7 +115,20 @@ PositionMask TokenMaskCache::classify(uint32_t pos) {
       ++i;
     }
   }
-  if (n_accepted >= n_mask_words()) {
+  if (2 * n_accepted > ids.size()) {
+    // Most tokens accepted (a string or key body): clear the few gaps from the set of every trie
+    // token instead of setting each accepted one.
+    out.accepted_bits = trie_->token_bits();
+    auto clear = [&](uint32_t b, uint32_t e) {
+      for (uint32_t t = b; t < e; ++t) out.accepted_bits[ids[t] >> 5] &= ~(1u << (ids[t] & 31));
+    };
+    uint32_t prev = 0;
+    for (auto [b, e] : accepted) {
+      clear(prev, b);
+      prev = e;
+    }
+    clear(prev, static_cast<uint32_t>(ids.size()));
+  } else if (n_accepted >= n_mask_words()) {
     out.accepted_bits.assign(n_mask_words(), 0);
     for (auto [b, e] : accepted)
       for (uint32_t t = b; t < e; ++t) out.accepted_bits[ids[t] >> 5] |= 1u << (ids[t] & 31);

@@ -60,7 +60,11 @@ void GrammarMatcher::fill_mask(std::span<uint32_t> bitmask) {
     } else {
       for (int32_t id : pm.accepted_ids) bitmask[id >> 5] |= 1u << (id & 31);
     }
+    // Each list is ascending: merged as it comes, where a sort of the concatenation cost
+    // ~1 ms for the ~40,000 candidates of a string under a maxLength counter.
+    const auto mid = static_cast<ptrdiff_t>(candidates_.size());
     candidates_.insert(candidates_.end(), pm.uncertain.begin(), pm.uncertain.end());
+    std::inplace_merge(candidates_.begin(), candidates_.begin() + mid, candidates_.end());
   }
   check_uncertain(bitmask);
   const Vocabulary& vocab = masks_->trie().vocab();
@@ -73,7 +77,6 @@ void GrammarMatcher::fill_mask(std::span<uint32_t> bitmask) {
 // through it, skipping what the parse rejects) on the memoised transitions.
 void GrammarMatcher::check_uncertain(std::span<uint32_t> bitmask) {
   if (candidates_.empty()) return;
-  std::sort(candidates_.begin(), candidates_.end());
   const VocabTrie& trie = masks_->trie();
   const auto& nodes = trie.nodes();
   const auto& ids = trie.token_ids();
@@ -84,16 +87,28 @@ void GrammarMatcher::check_uncertain(std::span<uint32_t> bitmask) {
     covered_end = nodes[root].subtree_end;
     path_.clear();
     for (uint32_t p = trie.parent(root); p != VocabTrie::kNoParent; p = trie.parent(p)) path_.push_back(p);
+    // On the way down, an ancestor whose whole subtree the parse takes (plain or text run) settles
+    // every candidate under it at once: its tokens are all allowed, candidates or not (a string
+    // under a maxLength counter has tens of thousands of candidates, most under a few such nodes).
     bool alive = true;
     for (size_t k = path_.size(); k-- > 0 && alive;) {
-      const VocabTrie::Node& n = nodes[path_[k]];
+      const uint32_t a = path_[k];
+      const VocabTrie::Node& n = nodes[a];
+      if (walk.accepts_subtree(trie, a)) {
+        for (uint32_t t = n.tok_begin, e = trie.subtree_tok_end(a); t < e; ++t) bitmask[ids[t] >> 5] |= 1u << (ids[t] & 31);
+        covered_end = n.subtree_end;
+        alive = false;
+        break;
+      }
       alive = walk.step(n.depth - 1, n.byte).state != StateTable::kDead;
     }
     for (uint32_t i = root; alive && i < covered_end;) {
       const VocabTrie::Node& n = nodes[i];
-      if (const uint8_t h = trie.plain_height(i); h != 0 && h <= walk.plain_run(n.depth - 1)) {
-        for (uint32_t t = n.tok_begin, e = trie.subtree_tok_end(i); t < e; ++t) bitmask[ids[t] >> 5] |= 1u << (ids[t] & 31);
-        i = n.subtree_end;
+      __builtin_prefetch(&nodes[std::min<size_t>(n.subtree_end, nodes.size() - 1)]);  // where a skip lands
+      // Siblings of the root itself lie outside its subtree: a run of them is not taken from there.
+      if (const uint32_t e = walk.accepted_until(trie, i, i == root ? n.subtree_end : covered_end); e != i) {
+        for (uint32_t t = n.tok_begin, te = trie.tok_begin_at(e); t < te; ++t) bitmask[ids[t] >> 5] |= 1u << (ids[t] & 31);
+        i = e;
         continue;
       }
       if (walk.step(n.depth - 1, n.byte).state == StateTable::kDead) {

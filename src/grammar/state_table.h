@@ -48,6 +48,9 @@ class StateTable {
   // Plain run of s (StateWalker::plain_run) plus one; 0 when not known yet.
   uint8_t plain_run(State s) const { return row(s).plain_run.load(std::memory_order_relaxed); }
   void set_plain_run(State s, uint8_t v) { row(s).plain_run.store(v, std::memory_order_relaxed); }
+  // Text run of s (StateWalker::text_run) plus one; 0 when not known yet.
+  uint8_t text_run(State s) const { return row(s).text_run.load(std::memory_order_relaxed); }
+  void set_text_run(State s, uint8_t v) { row(s).text_run.store(v, std::memory_order_relaxed); }
   // Marks every byte outside `live` dead from s (once per state: the column's scannable bytes are known
   // as soon as the parser stands there, so later walks need no parser step to reject a byte).
   void fill_dead(State s, const std::bitset<256>& live);
@@ -62,6 +65,7 @@ class StateTable {
   struct Row {
     std::atomic<uint16_t> next[256];
     std::atomic<uint8_t> plain_run{0};
+    std::atomic<uint8_t> text_run{0};
     std::atomic<uint8_t> dead_filled{0};
   };
   struct KeyHash {

@@ -1,7 +1,6 @@
 #include "grammar/state_walker.h"
 
 #include "base/check.h"
-#include "grammar/vocab_trie.h"
 
 namespace keel::grammar {
 
@@ -73,6 +72,75 @@ uint32_t StateWalker::plain_run(uint32_t d, uint32_t budget) {
   // A search cut off by the budget gives a lower bound, which is still a sound answer to keep.
   table_.set_plain_run(s, static_cast<uint8_t>(run + 1));
   return run;
+}
+
+uint32_t StateWalker::text_run(uint32_t d, uint32_t budget) {
+  constexpr uint32_t kUnbounded = 254;
+  const StateTable::State s = state_[d];
+  if (s == StateTable::kNone || s == StateTable::kDead) return 0;
+  if (const uint8_t known = table_.text_run(s); known != 0) return known - 1u;
+  if (budget == 0) return 0;
+  // Every plain byte leads to one live state `next` (the plain run says so), and so does every
+  // UTF-8 character, each byte of it stepped.
+  bool uniform = plain_run(d) > 0;
+  StateTable::State next = StateTable::kNone;
+  if (uniform) next = step(d, 'a').state;
+  for (int b = 0xC2; b <= 0xF4 && uniform; ++b) {
+    const VocabTrie::Utf8Lead lead = VocabTrie::utf8_lead(static_cast<uint8_t>(b));
+    const StateTable::State n = step(d, static_cast<uint8_t>(b)).state;
+    uniform = n != StateTable::kDead && n != StateTable::kNone &&
+              continuations_reach(d + 1, lead.length - 1u, lead.lo, lead.hi, next);
+  }
+  uint32_t run = 0;
+  if (uniform) {
+    step(d, 'a');  // depth d + 1 stands in `next` again
+    run = next == s ? kUnbounded : std::min(kUnbounded, 1 + text_run(d + 1, budget - 1));
+  }
+  // A search cut off by the budget gives a lower bound, which is still a sound answer to keep.
+  table_.set_text_run(s, static_cast<uint8_t>(run + 1));
+  return run;
+}
+
+bool StateWalker::continuations_reach(uint32_t d, uint32_t rem, uint8_t lo, uint8_t hi, StateTable::State target) {
+  // A state seen before with the same bytes left was checked already (a UTF-8 automaton's states
+  // repeat across lead bytes: E1..EC and EE..EF share one).
+  const StateTable::State s = state_[d];
+  const uint64_t key = static_cast<uint64_t>(target) << 32 | rem << 16 | static_cast<uint32_t>(lo) << 8 | hi;
+  for (const auto& [state, k] : checked_)
+    if (state == s && k == key) return true;
+  for (int c = lo; c <= hi; ++c) {
+    const StateTable::State n = step(d, static_cast<uint8_t>(c)).state;
+    if (n == StateTable::kDead || n == StateTable::kNone) return false;
+    if (rem == 1 ? n != target : !continuations_reach(d + 1, rem - 1, 0x80, 0xBF, target)) return false;
+  }
+  checked_.emplace_back(s, key);
+  return true;
+}
+
+bool StateWalker::accepts_subtree(const VocabTrie& trie, uint32_t i) {
+  const uint32_t d = trie.nodes()[i].depth - 1;
+  if (const uint8_t h = trie.plain_height(i); h != 0) return h <= plain_run(d);
+  const uint8_t t = trie.text_height(i);
+  if (t == 0 || state_[d] == StateTable::kNone || state_[d] == StateTable::kDead) return false;
+  // Finding a state's text run costs a few parser steps per UTF-8 byte class; a key complement meets
+  // a new state at every node of its names' trie, whose subtrees are small: only a subtree that
+  // would cost more to visit pays for it (a known run is always used).
+  constexpr uint32_t kTextWorth = 256;
+  if (const uint8_t known = table_.text_run(state_[d]); known != 0) return t <= known - 1u;
+  return trie.nodes()[i].subtree_end - i >= kTextWorth && t <= text_run(d);
+}
+
+uint32_t StateWalker::accepted_until(const VocabTrie& trie, uint32_t i, uint32_t limit) {
+  if (trie.text_height(i) != 0) {
+    const uint32_t e = trie.text_span_end(i), d = trie.nodes()[i].depth - 1;
+    const StateTable::State s = state_[d];
+    if (e <= limit && e != trie.nodes()[i].subtree_end && s != StateTable::kNone && s != StateTable::kDead) {
+      const uint8_t known = table_.text_run(s);
+      const uint32_t run = known != 0 ? known - 1u : e - i >= 256 ? text_run(d) : 0;
+      if (trie.text_span_height(i) <= run) return e;
+    }
+  }
+  return accepts_subtree(trie, i) ? trie.nodes()[i].subtree_end : i;
 }
 
 }  // namespace keel::grammar

@@ -7,10 +7,12 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "grammar/earley.h"
 #include "grammar/state_table.h"
+#include "grammar/vocab_trie.h"
 
 namespace keel::grammar {
 
@@ -48,9 +50,25 @@ class StateWalker {
   // Found by stepping those bytes once per state (replacing the path from depth d on); a lower bound
   // where the chain is longer than the search goes.
   uint32_t plain_run(uint32_t d, uint32_t budget = 64);
+  // How many text characters (VocabTrie::text_height: plain bytes and UTF-8 characters) in any order
+  // the state at depth d surely takes: every such character, each byte of it stepped, leads to one
+  // and the same live state, and so on from there (254: a loop, unbounded). Costs a step per UTF-8
+  // byte class of every state of the chain once (their partial-character states are interned), so
+  // the search is shallower than the plain run's; a lower bound where the chain is longer.
+  uint32_t text_run(uint32_t d, uint32_t budget = 16);
+  // Whether trie node i's whole subtree is accepted from the state at depth i.depth - 1 without
+  // visiting it: its plain height or its text height is within the state's run.
+  bool accepts_subtree(const VocabTrie& trie, uint32_t i);
+  // The same for node i and the text siblings after it (VocabTrie::text_span_end), up to `limit`: the
+  // node index where the accepted run ends (i when nothing is accepted). Its tokens are
+  // [i's first token, tok_begin_at(end)).
+  uint32_t accepted_until(const VocabTrie& trie, uint32_t i, uint32_t limit);
 
  private:
   Step step_slow(uint32_t d, uint8_t b);
+  // Every continuation of a UTF-8 character from the state at depth d (rem bytes left, the next in
+  // [lo, hi]) leads to `target`.
+  bool continuations_reach(uint32_t d, uint32_t rem, uint8_t lo, uint8_t hi, StateTable::State target);
 
   EarleyParser& parser_;
   StateTable& table_;
@@ -58,6 +76,8 @@ class StateWalker {
   std::vector<uint8_t> path_;
   uint32_t pushed_ = 0;  // path bytes the parser holds beyond base_
   uint32_t synced_ = 0;  // of which the first synced_ are still the walked path
+  // continuations_reach: (state, target << 32 | rem << 16 | lo << 8 | hi) verified
+  std::vector<std::pair<StateTable::State, uint64_t>> checked_;
 };
 
 }  // namespace keel::grammar

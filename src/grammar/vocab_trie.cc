@@ -18,6 +18,8 @@ VocabTrie::VocabTrie(Vocabulary vocab) : vocab_(std::move(vocab)) {
   std::sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) {
     return vocab_.token_bytes[a] != vocab_.token_bytes[b] ? vocab_.token_bytes[a] < vocab_.token_bytes[b] : a < b;
   });
+  token_bits_.assign((static_cast<size_t>(n) + 31) / 32, 0);
+  for (int32_t id : ids) token_bits_[static_cast<size_t>(id) >> 5] |= 1u << (id & 31);
   // Children of the (unstored) root: one group per first byte.
   size_t lo = 0;
   while (lo < ids.size()) {
@@ -40,6 +42,51 @@ VocabTrie::VocabTrie(Vocabulary vocab) : vocab_(std::move(vocab)) {
   }
   plain_height_.resize(nodes_.size());
   for (size_t i = 0; i < nodes_.size(); ++i) plain_height_[i] = pure[i] ? static_cast<uint8_t>(std::min(height[i], 255u)) : 0;
+  // Text heights, descendants first (reverse preorder): a character-start node is text when the
+  // nodes within its character's length are valid continuation bytes and every node after the
+  // character starts a text subtree of its own.
+  text_height_.assign(nodes_.size(), 0);
+  for (size_t i = nodes_.size(); i-- > 0;) {
+    const uint8_t b = nodes_[i].byte;
+    Utf8Lead lead = plain(b) ? Utf8Lead{1, 0, 0} : utf8_lead(b);
+    if (lead.length == 0) continue;
+    uint32_t best = 1;
+    bool ok = true;
+    for (size_t j = i + 1; j < nodes_[i].subtree_end && ok;) {
+      const uint32_t rel = nodes_[j].depth - nodes_[i].depth;
+      if (rel < lead.length) {
+        const uint8_t c = nodes_[j].byte;
+        ok = rel == 1 ? c >= lead.lo && c <= lead.hi : c >= 0x80 && c <= 0xBF;
+        ++j;
+      } else {
+        ok = text_height_[j] != 0;
+        best = std::max<uint32_t>(best, text_height_[j] + 1u);
+        j = nodes_[j].subtree_end;
+      }
+    }
+    if (ok) text_height_[i] = static_cast<uint8_t>(std::min(best, 255u));
+  }
+  // Runs of text siblings, later siblings first.
+  text_span_end_.assign(nodes_.size(), 0);
+  text_span_height_.assign(nodes_.size(), 0);
+  for (size_t i = nodes_.size(); i-- > 0;) {
+    if (text_height_[i] == 0) continue;
+    const uint32_t next = nodes_[i].subtree_end;
+    const bool sibling = next < nodes_.size() && parents_[next] == parents_[i] && text_height_[next] != 0;
+    text_span_end_[i] = sibling ? text_span_end_[next] : next;
+    text_span_height_[i] = sibling ? std::max(text_height_[i], text_span_height_[next]) : text_height_[i];
+  }
+}
+
+VocabTrie::Utf8Lead VocabTrie::utf8_lead(uint8_t b) {
+  if (b >= 0xC2 && b <= 0xDF) return {2, 0x80, 0xBF};
+  if (b == 0xE0) return {3, 0xA0, 0xBF};
+  if (b == 0xED) return {3, 0x80, 0x9F};
+  if (b >= 0xE1 && b <= 0xEF) return {3, 0x80, 0xBF};
+  if (b == 0xF0) return {4, 0x90, 0xBF};
+  if (b >= 0xF1 && b <= 0xF3) return {4, 0x80, 0xBF};
+  if (b == 0xF4) return {4, 0x80, 0x8F};
+  return {0, 0, 0};
 }
 
 // Node for the common prefix of length `depth` shared by sorted[lo, hi).

@@ -46,7 +46,31 @@ class VocabTrie {
   // node i down (node i's byte included), capped at 255; else 0. A walk standing in a state from which
   // any run of that many plain bytes parses accepts the whole subtree without visiting it.
   uint8_t plain_height(uint32_t i) const { return plain_height_[i]; }
+  // Text: plain bytes and UTF-8 characters U+0080..U+10FFFF (no surrogates), the characters a JSON
+  // string body takes raw. When node i starts a character and every token of its subtree continues
+  // from node i as text (a last character may be cut short: a valid prefix of one), the most
+  // characters such a continuation has, a cut-short one included, capped at 255; else 0. A walk
+  // standing in a state that surely takes any run of that many text characters accepts the subtree.
+  uint8_t text_height(uint32_t i) const { return text_height_[i]; }
+  // For a node of non-zero text height: the end of the run of text subtrees it starts among its
+  // siblings (the first later sibling that is not text, or the parent's subtree end), and the most
+  // text height in that run. A walk skips the whole run at once: below a node that is not text (it
+  // holds a '"' token, say) most children usually are.
+  uint32_t text_span_end(uint32_t i) const { return text_span_end_[i]; }
+  uint8_t text_span_height(uint32_t i) const { return text_span_height_[i]; }
+  // First token (in token_ids() order) at or after node index i (token_ids().size() at the end).
+  uint32_t tok_begin_at(uint32_t i) const {
+    return i < nodes_.size() ? nodes_[i].tok_begin : static_cast<uint32_t>(token_ids_.size());
+  }
+  // For a UTF-8 lead byte: the character's length (2-4) and the range of its second byte; length 0
+  // for a byte that starts no multi-byte character.
+  struct Utf8Lead {
+    uint8_t length, lo, hi;
+  };
+  static Utf8Lead utf8_lead(uint8_t b);
   bool is_eos(int32_t id) const { return is_eos_[id] != 0; }
+  // Bitmask [ceil(n_vocab / 32)] of the tokens the trie holds (not EOS, specials or empty tokens).
+  const std::vector<uint32_t>& token_bits() const { return token_bits_; }
 
  private:
   void build(const std::vector<int32_t>& sorted, size_t lo, size_t hi, uint32_t depth, uint32_t parent);
@@ -56,7 +80,11 @@ class VocabTrie {
   std::vector<int32_t> token_ids_;
   std::vector<uint32_t> parents_;
   std::vector<uint8_t> plain_height_;
+  std::vector<uint8_t> text_height_;
+  std::vector<uint32_t> text_span_end_;
+  std::vector<uint8_t> text_span_height_;
   std::vector<uint8_t> is_eos_;
+  std::vector<uint32_t> token_bits_;
 };
 
 }  // namespace keel::grammar
