@@ -78,6 +78,7 @@ json describe(const Replica& r, const PrefixIndex& index) {
           {"healthy", r.healthy.load()},
           {"breaker", breaker_state_name(r.breaker.state(now_ms))},
           {"in_flight", r.in_flight.load()},
+          {"work", r.work.load()},
           {"queued", r.queued.load()},
           {"cache_source", index.exact_live(r.id) ? "exact" : "approximate"},
           {"cache_entries", index.exact_live(r.id) ? index.n_exact(r.id) : index.n_approx(r.id)}};

@@ -164,6 +164,13 @@ def test_routing_follows_prefixes_and_replicas_confirm_cache_hits(router, replic
     status, body = admin("GET", base, "/admin/replicas")
     assert status == 200
     assert all(r["cache_source"] == "exact" for r in body["replicas"])
+    # every request has completed (the router releases a replica just after the last byte): nothing stays
+    # in flight, and the work in flight (uncached prompt tokens) goes back to 0
+    deadline = time.time() + 10
+    while not all(r["in_flight"] == 0 and r["work"] == 0 for r in body["replicas"]):
+        assert time.time() < deadline, body
+        time.sleep(0.05)
+        body = admin("GET", base, "/admin/replicas")[1]
 
 
 def test_approximate_index_without_a_tokenizer_also_follows_prefixes(keel_bin, replicas):
