@@ -3,19 +3,15 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
 
 #include "backend/cuda/attention_decode.h"
 #include "backend/cuda/attention_tc.h"
+#include "backend/cuda/launch_check.h"
 
 namespace keel::backend::cuda {
 
 namespace {
 
-bool env_on(const char* name) {
-  const char* v = std::getenv(name);
-  return v == nullptr || std::strcmp(v, "0") != 0;
-}
 bool tc_enabled() {
   static const bool on = env_on("KEEL_CUDA_ATTN_TC");
   return on;

@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <cstring>
 #include <string_view>
 
 #include "backend/cuda/attention_plan.h"
 #include "backend/cuda/cublas_lazy.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_ops.h"
+#include "backend/cuda/launch_check.h"
 #include "backend/cuda/weight_convert.h"
 #include "tensor/dequantize.h"
 #include "tensor/half.h"
@@ -34,8 +34,7 @@ CudaBackend::CudaBackend(int device, DType act)
   prof_ = std::make_unique<OpProfile>(stream_);
   timer_ = std::make_unique<StepTimer>(stream_);
   attention_set_smem_limits();
-  const char* sampling = std::getenv("KEEL_CUDA_SAMPLING");
-  sampling_on_ = sampling == nullptr || std::string_view(sampling) != "0";
+  sampling_on_ = env_on("KEEL_CUDA_SAMPLING");
   // Token counts up to this go through the GEMV kernel, more through cuBLAS: the GEMV streams the
   // weights at the bandwidth for n = 1, but whole 8B decode steps at batch 2 / 4 / 8 took 1.12x /
   // 1.68x / 3.47x as long through it as through cuBLAS (docs/performance.md, session-5 merged check).

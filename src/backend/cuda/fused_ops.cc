@@ -5,24 +5,18 @@
 // GEMV path does not take (prefill, f32 8-bit activation rounding, odd shapes), and every call with
 // KEEL_CUDA_FUSED_GEMV=0, run the Backend defaults (the separate ops).
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_ops.h"
+#include "backend/cuda/launch_check.h"
 
 namespace keel::backend::cuda {
 namespace {
 
 bool fused_enabled() {
-  static const bool on = [] {
-    const char* e = std::getenv("KEEL_CUDA_FUSED_GEMV");
-    return e == nullptr || std::strcmp(e, "0") != 0;
-  }();
+  static const bool on = env_on("KEEL_CUDA_FUSED_GEMV");
   return on;
 }
-
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 constexpr size_t kMaxNormSmem = size_t{48} << 10;  // the block's x, in the default shared memory
 

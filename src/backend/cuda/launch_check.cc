@@ -12,6 +12,11 @@ void cuda_check_launch(const char* file, int line) {
   KEEL_CHECK(err == cudaSuccess, "kernel launch at {}:{}: {}", file, line, cudaGetErrorString(err));
 }
 
+bool env_on(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr || std::strcmp(v, "0") != 0;
+}
+
 bool pdl_enabled() {
   static const bool on = [] {
     const char* v = std::getenv("KEEL_CUDA_PDL");

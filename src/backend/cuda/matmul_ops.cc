@@ -12,7 +12,6 @@
 namespace keel::backend::cuda {
 namespace {
 
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 // Elements per 16-byte vector of the GEMV kernel for matmul operands of `dt` (bf16: 8, f32: 4).
 int64_t gemv_vec(DType dt) { return dt == DType::kF32 ? 4 : 8; }

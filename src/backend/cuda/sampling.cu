@@ -16,8 +16,6 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 
 #include "backend/cuda/kernels.cuh"
 #include "backend/cuda/launch_check.h"
@@ -440,10 +438,7 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* logits, c
 }
 
 // KEEL_CUDA_TOPP_COMPACT=0: top-p always over the whole row (the A/B of bench/cuda/sample_bench.cc).
-bool g_topp_compact = [] {
-  const char* e = std::getenv("KEEL_CUDA_TOPP_COMPACT");
-  return e == nullptr || std::strcmp(e, "0") != 0;
-}();
+bool g_topp_compact = env_on("KEEL_CUDA_TOPP_COMPACT");
 
 }  // namespace
 
