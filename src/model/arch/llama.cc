@@ -183,21 +183,19 @@ void LlamaModel::run_attention(int l, const backend::Backend::PreNorm& norm, con
                                .attn_factor = rope_.attn_factor};
   Tensor& k_cache = kv.k[static_cast<size_t>(l)].tensor();
   Tensor& v_cache = kv.v[static_cast<size_t>(l)].tensor();
-  // Q, K and V from one read of h.
+  // Q, K and V from one read of h (with q/k norms, into the raw buffers the norms read).
+  Tensor q_out = c.qk_norm ? act(s_.q_raw, n) : q, k_out = c.qk_norm ? act(s_.k_raw, n) : k;
+  const backend::Backend::MatmulTarget t[] = {{&w.wq.tensor(), bias(w.bq), &q_out},
+                                              {&w.wk.tensor(), bias(w.bk), &k_out},
+                                              {&w.wv.tensor(), bias(w.bv), &v}};
   if (c.qk_norm) {
-    Tensor q_raw = act(s_.q_raw, n), k_raw = act(s_.k_raw, n);
-    const backend::Backend::MatmulTarget t[] = {{&w.wq.tensor(), bias(w.bq), &q_raw},
-                                                {&w.wk.tensor(), bias(w.bk), &k_raw},
-                                                {&w.wv.tensor(), bias(w.bv), &v}};
     be.norm_matmul_group(norm, t);
     Tensor qh = q.reshaped(make_shape({n * c.n_heads, c.head_dim}));
     Tensor kh = k.reshaped(make_shape({n * c.n_kv_heads, c.head_dim}));
-    be.rms_norm(q_raw.reshaped(qh.shape), w.q_norm.tensor(), c.rms_eps, qh);
-    be.rms_norm(k_raw.reshaped(kh.shape), w.k_norm.tensor(), c.rms_eps, kh);
+    be.rms_norm(q_out.reshaped(qh.shape), w.q_norm.tensor(), c.rms_eps, qh);
+    be.rms_norm(k_out.reshaped(kh.shape), w.k_norm.tensor(), c.rms_eps, kh);
     be.rope_write_kv(q3, k3, v3, b.positions, b.slots, rp, k_cache, v_cache);
   } else {
-    const backend::Backend::MatmulTarget t[] = {
-        {&w.wq.tensor(), bias(w.bq), &q}, {&w.wk.tensor(), bias(w.bk), &k}, {&w.wv.tensor(), bias(w.bv), &v}};
     be.norm_qkv_rope_kv(norm, t, q3, k3, v3, b.positions, b.slots, rp, k_cache, v_cache);
   }
   dump("attn_norm", l, h);
