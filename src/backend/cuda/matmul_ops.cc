@@ -12,7 +12,6 @@
 namespace keel::backend::cuda {
 namespace {
 
-
 // Elements per 16-byte vector of the GEMV kernel for matmul operands of `dt` (bf16: 8, f32: 4).
 int64_t gemv_vec(DType dt) { return dt == DType::kF32 ? 4 : 8; }
 
@@ -74,13 +73,8 @@ void CudaBackend::matmul(const Tensor& x, const Tensor& w, const Tensor* bias, T
   if (skip_launch(xin, w.data, has_bias ? bias->data : nullptr, out.data, n, k, m, ot, f32)) return;
   const float* b = has_bias ? static_cast<const float*>(bias->data) : nullptr;
   if (n <= gemv_max_tokens_ && k % gemv_vec(w.dtype) == 0 && aligned16(xin) && aligned16(w.data)) {
-    GemvGroup g{};
-    g.w[0] = w.data;
-    g.bias[0] = b;
-    g.out[0] = out.data;
-    g.m[0] = m;
-    g.n_seg = 1;
-    launch_gemv_mode(xin, g, static_cast<int>(n), k, ot, f32, stream_);
+    const MatmulTarget one{&w, bias, &out};
+    launch_gemv_mode(xin, gemv_group({&one, 1}), static_cast<int>(n), k, ot, f32, stream_);
     return;
   }
   // Row-major out[n, m] = x[n, k] . w[m, k]^T is column-major out^T[m, n] = w^T . x. f32 operands with
