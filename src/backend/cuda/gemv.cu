@@ -134,6 +134,14 @@ __device__ void norm_prelude(const GemvNorm& nm, int n, int64_t k, uint4* hs) {
   }
 }
 
+// A launch's units of work (rows of the grid's warps): kSiluMul pairs row r of the gate and of the up
+// weight, kRopeKv the two rows RoPE rotates together, kNone takes each row alone.
+__host__ __device__ __forceinline__ int64_t gemv_units(const GemvGroup& g, int epi) {
+  return epi == static_cast<int>(GemvEpilogue::kSiluMul) ? g.m[0]
+         : epi == static_cast<int>(GemvEpilogue::kRopeKv) ? g.m_total / 2
+                                                           : g.m_total;
+}
+
 // The row's segment (up to kGemvMaxSegments weights sharing x, one launch): its weight, bias and
 // output, and the row within it.
 struct SegRow {
@@ -212,7 +220,7 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(const W* x, GemvGroup g,
   constexpr int kRows = kPair || kRope ? 2 : 1;
   pdl_trigger();
   const int lane = threadIdx.x % 32;
-  const int64_t rows = kPair ? g.m[0] : kRope ? g.m_total / 2 : g.m_total;
+  const int64_t rows = gemv_units(g, kEpi);
   const int64_t row_step = kNorm ? static_cast<int64_t>(gridDim.x) * kWarpsPerBlock : rows;
   int64_t grow = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
   const int64_t kv = k / (16 / sizeof(W));  // 16-byte vectors per row
@@ -340,9 +348,7 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(const W* x, GemvGroup g,
 template <typename W, typename T, int kMaxN, bool kNorm, int kEpi>
 void launch_n(const void* x, const GemvGroup& g, const GemvNorm& nm, const GemvRope& rp, int n, int64_t k,
               cudaStream_t s) {
-  const int64_t rows = kEpi == static_cast<int>(GemvEpilogue::kSiluMul)  ? g.m[0]
-                       : kEpi == static_cast<int>(GemvEpilogue::kRopeKv) ? g.m_total / 2
-                                                                          : g.m_total;
+  const int64_t rows = gemv_units(g, kEpi);
   auto blocks = static_cast<unsigned>((rows + kWarpsPerBlock - 1) / kWarpsPerBlock);
   const size_t smem = kNorm ? static_cast<size_t>(n) * static_cast<size_t>(k) * sizeof(W) : 0;
   if constexpr (kNorm) {  // one wave at most: the pre-norm once per block
