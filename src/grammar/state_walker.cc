@@ -1,6 +1,7 @@
 #include "grammar/state_walker.h"
 
 #include "base/check.h"
+#include "base/utf8.h"
 
 namespace keel::grammar {
 
@@ -86,7 +87,7 @@ uint32_t StateWalker::text_run(uint32_t d, uint32_t budget) {
   StateTable::State next = StateTable::kNone;
   if (uniform) next = step(d, 'a').state;
   for (int b = 0xC2; b <= 0xF4 && uniform; ++b) {
-    const VocabTrie::Utf8Lead lead = VocabTrie::utf8_lead(static_cast<uint8_t>(b));
+    const base::Utf8Lead lead = base::utf8_lead(static_cast<uint8_t>(b));
     const StateTable::State n = step(d, static_cast<uint8_t>(b)).state;
     uniform = n != StateTable::kDead && n != StateTable::kNone &&
               continuations_reach(d + 1, lead.length - 1u, lead.lo, lead.hi, next);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "base/utf8.h"
+
 namespace keel::grammar {
 
 VocabTrie::VocabTrie(Vocabulary vocab) : vocab_(std::move(vocab)) {
@@ -48,7 +50,7 @@ VocabTrie::VocabTrie(Vocabulary vocab) : vocab_(std::move(vocab)) {
   text_height_.assign(nodes_.size(), 0);
   for (size_t i = nodes_.size(); i-- > 0;) {
     const uint8_t b = nodes_[i].byte;
-    Utf8Lead lead = plain(b) ? Utf8Lead{1, 0, 0} : utf8_lead(b);
+    const base::Utf8Lead lead = plain(b) ? base::Utf8Lead{1, 0, 0} : base::utf8_lead(b);
     if (lead.length == 0) continue;
     uint32_t best = 1;
     bool ok = true;
@@ -78,16 +80,6 @@ VocabTrie::VocabTrie(Vocabulary vocab) : vocab_(std::move(vocab)) {
   }
 }
 
-VocabTrie::Utf8Lead VocabTrie::utf8_lead(uint8_t b) {
-  if (b >= 0xC2 && b <= 0xDF) return {2, 0x80, 0xBF};
-  if (b == 0xE0) return {3, 0xA0, 0xBF};
-  if (b == 0xED) return {3, 0x80, 0x9F};
-  if (b >= 0xE1 && b <= 0xEF) return {3, 0x80, 0xBF};
-  if (b == 0xF0) return {4, 0x90, 0xBF};
-  if (b >= 0xF1 && b <= 0xF3) return {4, 0x80, 0xBF};
-  if (b == 0xF4) return {4, 0x80, 0x8F};
-  return {0, 0, 0};
-}
 
 // Node for the common prefix of length `depth` shared by sorted[lo, hi).
 void VocabTrie::build(const std::vector<int32_t>& sorted, size_t lo, size_t hi, uint32_t depth, uint32_t parent) {

@@ -62,12 +62,6 @@ class VocabTrie {
   uint32_t tok_begin_at(uint32_t i) const {
     return i < nodes_.size() ? nodes_[i].tok_begin : static_cast<uint32_t>(token_ids_.size());
   }
-  // For a UTF-8 lead byte: the character's length (2-4) and the range of its second byte; length 0
-  // for a byte that starts no multi-byte character.
-  struct Utf8Lead {
-    uint8_t length, lo, hi;
-  };
-  static Utf8Lead utf8_lead(uint8_t b);
   bool is_eos(int32_t id) const { return is_eos_[id] != 0; }
   // Bitmask [ceil(n_vocab / 32)] of the tokens the trie holds (not EOS, specials or empty tokens).
   const std::vector<uint32_t>& token_bits() const { return token_bits_; }

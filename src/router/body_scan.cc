@@ -66,26 +66,13 @@ class Scanner {
   }
   // One UTF-8 sequence starting at a byte >= 0x80 (RFC 3629: no overlongs, surrogates or > U+10FFFF).
   bool utf8() {
-    const auto b0 = static_cast<unsigned char>(*p_);
-    int n = 0;
-    unsigned char lo = 0x80, hi = 0xBF;
-    if (b0 >= 0xC2 && b0 <= 0xDF) {
-      n = 1;
-    } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-      n = 2;
-      if (b0 == 0xE0) lo = 0xA0;
-      if (b0 == 0xED) hi = 0x9F;
-    } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-      n = 3;
-      if (b0 == 0xF0) lo = 0x90;
-      if (b0 == 0xF4) hi = 0x8F;
-    } else {
-      return false;
-    }
+    const base::Utf8Lead lead = base::utf8_lead(static_cast<uint8_t>(*p_));
+    if (lead.length == 0) return false;
+    const int n = lead.length - 1;
     if (end_ - p_ <= n) return false;
     for (int i = 1; i <= n; ++i) {
       const auto b = static_cast<unsigned char>(p_[i]);
-      if (b < (i == 1 ? lo : 0x80) || b > (i == 1 ? hi : 0xBF)) return false;
+      if (b < (i == 1 ? lead.lo : 0x80) || b > (i == 1 ? lead.hi : 0xBF)) return false;
     }
     p_ += n + 1;
     return true;

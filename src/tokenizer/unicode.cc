@@ -1,7 +1,6 @@
 #include "tokenizer/unicode.h"
 
 #include <algorithm>
-#include <utility>
 
 #include "base/utf8.h"
 
@@ -15,34 +14,16 @@ uint8_t byte_at(std::string_view s, size_t i) { return static_cast<uint8_t>(s[i]
 
 bool is_cont(uint8_t b) { return (b & 0xC0) == 0x80; }
 
-// Valid range of the second byte for a lead byte (Unicode Table 3-7), or {1, 0} for an invalid lead.
-std::pair<uint8_t, uint8_t> second_byte_range(uint8_t lead) {
-  if (lead >= 0xC2 && lead <= 0xDF) return {0x80, 0xBF};
-  if (lead == 0xE0) return {0xA0, 0xBF};
-  if (lead == 0xED) return {0x80, 0x9F};
-  if (lead >= 0xE1 && lead <= 0xEF) return {0x80, 0xBF};
-  if (lead == 0xF0) return {0x90, 0xBF};
-  if (lead >= 0xF1 && lead <= 0xF3) return {0x80, 0xBF};
-  if (lead == 0xF4) return {0x80, 0x8F};
-  return {1, 0};
-}
-
-size_t sequence_len(uint8_t lead) {
-  if (lead < 0x80) return 1;
-  if (lead >= 0xC2 && lead <= 0xDF) return 2;
-  if (lead >= 0xE0 && lead <= 0xEF) return 3;
-  if (lead >= 0xF0 && lead <= 0xF4) return 4;
-  return 0;
-}
+size_t sequence_len(uint8_t lead) { return lead < 0x80 ? 1 : base::utf8_lead(lead).length; }
 
 // Bytes of the longest prefix of a sequence at s[i] that is valid so far (a "maximal subpart").
 size_t valid_prefix_len(std::string_view s, size_t i) {
   const uint8_t lead = byte_at(s, i);
   const size_t need = sequence_len(lead);
   if (need <= 1) return need;
-  const auto [lo, hi] = second_byte_range(lead);
+  const base::Utf8Lead l = base::utf8_lead(lead);
   size_t n = 1;
-  if (i + 1 >= s.size() || byte_at(s, i + 1) < lo || byte_at(s, i + 1) > hi) return n;
+  if (i + 1 >= s.size() || byte_at(s, i + 1) < l.lo || byte_at(s, i + 1) > l.hi) return n;
   n = 2;
   while (n < need && i + n < s.size() && is_cont(byte_at(s, i + n))) ++n;
   return n;
