@@ -119,19 +119,15 @@ PositionMask TokenMaskCache::classify(uint32_t pos) {
     // Most tokens accepted (a string or key body): clear the few gaps from the set of every trie
     // token instead of setting each accepted one.
     out.accepted_bits = trie_->token_bits();
-    auto clear = [&](uint32_t b, uint32_t e) {
-      for (uint32_t t = b; t < e; ++t) out.accepted_bits[ids[t] >> 5] &= ~(1u << (ids[t] & 31));
-    };
     uint32_t prev = 0;
     for (auto [b, e] : accepted) {
-      clear(prev, b);
+      trie_->mark_tokens(out.accepted_bits, prev, b, /*set=*/false);
       prev = e;
     }
-    clear(prev, static_cast<uint32_t>(ids.size()));
+    trie_->mark_tokens(out.accepted_bits, prev, static_cast<uint32_t>(ids.size()), /*set=*/false);
   } else if (n_accepted >= n_mask_words()) {
     out.accepted_bits.assign(n_mask_words(), 0);
-    for (auto [b, e] : accepted)
-      for (uint32_t t = b; t < e; ++t) out.accepted_bits[ids[t] >> 5] |= 1u << (ids[t] & 31);
+    for (auto [b, e] : accepted) trie_->mark_tokens(out.accepted_bits, b, e);
   } else {
     out.accepted_ids.reserve(n_accepted);
     for (auto [b, e] : accepted)

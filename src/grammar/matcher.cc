@@ -79,7 +79,6 @@ void GrammarMatcher::check_uncertain(std::span<uint32_t> bitmask) {
   if (candidates_.empty()) return;
   const VocabTrie& trie = masks_->trie();
   const auto& nodes = trie.nodes();
-  const auto& ids = trie.token_ids();
   StateWalker walk(parser_, masks_->states());
   uint32_t covered_end = 0;  // subtrees nested in one already walked are skipped
   for (uint32_t root : candidates_) {
@@ -95,7 +94,7 @@ void GrammarMatcher::check_uncertain(std::span<uint32_t> bitmask) {
       const uint32_t a = path_[k];
       const VocabTrie::Node& n = nodes[a];
       if (walk.accepts_subtree(trie, a)) {
-        for (uint32_t t = n.tok_begin, e = trie.subtree_tok_end(a); t < e; ++t) bitmask[ids[t] >> 5] |= 1u << (ids[t] & 31);
+        trie.mark_tokens(bitmask, n.tok_begin, trie.subtree_tok_end(a));
         covered_end = n.subtree_end;
         alive = false;
         break;
@@ -107,7 +106,7 @@ void GrammarMatcher::check_uncertain(std::span<uint32_t> bitmask) {
       __builtin_prefetch(&nodes[std::min<size_t>(n.subtree_end, nodes.size() - 1)]);  // where a skip lands
       // Siblings of the root itself lie outside its subtree: a run of them is not taken from there.
       if (const uint32_t e = walk.accepted_until(trie, i, i == root ? n.subtree_end : covered_end); e != i) {
-        for (uint32_t t = n.tok_begin, te = trie.tok_begin_at(e); t < te; ++t) bitmask[ids[t] >> 5] |= 1u << (ids[t] & 31);
+        trie.mark_tokens(bitmask, n.tok_begin, trie.tok_begin_at(e));
         i = e;
         continue;
       }
@@ -115,7 +114,7 @@ void GrammarMatcher::check_uncertain(std::span<uint32_t> bitmask) {
         i = n.subtree_end;
         continue;
       }
-      for (uint32_t t = n.tok_begin; t < n.tok_end; ++t) bitmask[ids[t] >> 5] |= 1u << (ids[t] & 31);
+      trie.mark_tokens(bitmask, n.tok_begin, n.tok_end);
       ++i;
     }
   }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,17 @@ class VocabTrie {
   const Vocabulary& vocab() const { return vocab_; }
   const std::vector<Node>& nodes() const { return nodes_; }
   const std::vector<int32_t>& token_ids() const { return token_ids_; }
+  // Sets (or, with set = false, clears) the bits of token_ids()[b, e) in a vocabulary bitmask.
+  void mark_tokens(std::span<uint32_t> bits, uint32_t b, uint32_t e, bool set = true) const {
+    for (uint32_t t = b; t < e; ++t) {
+      const auto id = static_cast<uint32_t>(token_ids_[t]);
+      if (set) {
+        bits[id >> 5] |= 1u << (id & 31);
+      } else {
+        bits[id >> 5] &= ~(1u << (id & 31));
+      }
+    }
+  }
   // Token ids of the subtree rooted at node i (contiguous thanks to the preorder layout).
   uint32_t subtree_tok_begin(uint32_t i) const { return nodes_[i].tok_begin; }
   uint32_t subtree_tok_end(uint32_t i) const {
