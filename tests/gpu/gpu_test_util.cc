@@ -80,6 +80,17 @@ double rel_err(const std::vector<float>& a, const std::vector<float>& b) {
 
 double tolerance(DType t) { return t == DType::kBF16 ? 1e-2 : 1e-5; }
 
+void GroupOperands::add_bias_and_outputs(Backend& gpu, Backend& cpu, int64_t n, int64_t m,
+                                         const std::vector<float>& bias, DType out) {
+  bg.push_back(make(gpu, DType::kF32, tensor::make_shape({m}), bias));
+  bc.push_back(make(cpu, DType::kF32, tensor::make_shape({m}), bias));
+  og.push_back(gpu.alloc(out, tensor::make_shape({n, m})));
+  poison(gpu, og.back().tensor());
+  oc.push_back(cpu.alloc(DType::kF32, tensor::make_shape({n, m})));
+  single.push_back(gpu.alloc(out, tensor::make_shape({n, m})));
+  poison(gpu, single.back().tensor());
+}
+
 void expect_matmul_group(Backend& gpu, Backend& cpu, const Tensor& xg, const Tensor& xc, GroupOperands& ops, double tol,
                          const std::string& what) {
   std::vector<Backend::MatmulTarget> targets;

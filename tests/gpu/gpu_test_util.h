@@ -48,6 +48,9 @@ double tolerance(DType t);
 // the GPU, oc the CPU's) and the GPU's single-matmul outputs.
 struct GroupOperands {
   std::vector<Buffer> wg, wc, bg, bc, og, oc, single;
+  // A target's bias (the same values on both backends) and its [n, m] outputs: the GPU's in `out`
+  // (group and single, poisoned), the CPU's in f32. Its weights go in wg / wc by the caller.
+  void add_bias_and_outputs(Backend& gpu, Backend& cpu, int64_t n, int64_t m, const std::vector<float>& bias, DType out);
 };
 // Runs every target through gpu.matmul_group (the second one with its bias), and each through
 // gpu.matmul (into `single`) and cpu.matmul: each group output must be within `tol` of the CPU's and

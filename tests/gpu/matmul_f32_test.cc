@@ -160,13 +160,7 @@ TEST(F32Mode, GroupMatchesSingleAndCpu) {
         const auto b = random_floats(rng, static_cast<size_t>(m));
         ops.wg.push_back(gpu.upload_weight(view).value());
         ops.wc.push_back(cpu.upload_weight(view).value());
-        ops.bg.push_back(make(gpu, DType::kF32, make_shape({m}), b));
-        ops.bc.push_back(make(cpu, DType::kF32, make_shape({m}), b));
-        ops.og.push_back(gpu.alloc(DType::kF32, make_shape({n, m})));
-        poison(gpu, ops.og.back().tensor());
-        ops.oc.push_back(cpu.alloc(DType::kF32, make_shape({n, m})));
-        ops.single.push_back(gpu.alloc(DType::kF32, make_shape({n, m})));
-        poison(gpu, ops.single.back().tensor());
+        ops.add_bias_and_outputs(gpu, cpu, n, m, b, DType::kF32);
       }
       expect_matmul_group(gpu, cpu, xg.tensor(), xc.tensor(), ops, 1e-5,
                           fmt::format("{} {}x{} seed {}", tensor::dtype_name(wt), n, k, seed));

@@ -250,12 +250,7 @@ TEST(Matmul, GroupMatchesSingleAndCpu) {
       const tensor::TensorView view{DType::kBF16, make_shape({m, k}), bits.data(), bits.size() * 2};
       ops.wg.push_back(gpu.upload_weight(view).value());
       ops.wc.push_back(make(cpu, DType::kF32, make_shape({m, k}), w));
-      ops.bg.push_back(make(gpu, DType::kF32, make_shape({m}), b));
-      ops.bc.push_back(make(cpu, DType::kF32, make_shape({m}), b));
-      ops.og.push_back(gpu.alloc(DType::kBF16, make_shape({n, m})));
-      poison(gpu, ops.og.back().tensor());
-      ops.oc.push_back(cpu.alloc(DType::kF32, make_shape({n, m})));
-      ops.single.push_back(gpu.alloc(DType::kBF16, make_shape({n, m})));
+      ops.add_bias_and_outputs(gpu, cpu, n, m, b, DType::kBF16);
     }
     expect_matmul_group(gpu, cpu, xg.tensor(), xc.tensor(), ops, 1e-2, fmt::format("{}x{} seed {}", n, k, seed));
   }
