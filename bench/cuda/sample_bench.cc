@@ -76,6 +76,21 @@ int main() {
       check(cudaMalloc(&tok_d, sizeof(int32_t) * static_cast<size_t>(batch)), "tokens");
       const std::vector<int32_t> minus(static_cast<size_t>(batch), -1);
       check(cudaMemcpy(src_d, minus.data(), minus.size() * sizeof(int32_t), cudaMemcpyHostToDevice), "src");
+      // Event-timed median of `iters` launches sampling rows [rows, rows + n).
+      auto median_ms = [&](const SampleRowDev* rows, int n, int iters) {
+        std::vector<float> times;
+        for (int it = 0; it < iters; ++it) {
+          check(cudaEventRecord(e0, s), "record");
+          launch_sample(logits, nullptr, kVocab, rows, src_d, n, tok_d, s);
+          check(cudaEventRecord(e1, s), "record");
+          check(cudaEventSynchronize(e1), "sync");
+          float t = 0;
+          check(cudaEventElapsedTime(&t, e0, e1), "elapsed");
+          times.push_back(t);
+        }
+        std::nth_element(times.begin(), times.begin() + iters / 2, times.end());
+        return static_cast<double>(times[static_cast<size_t>(iters / 2)]);
+      };
       for (const Setting& st : settings) {
         std::vector<SampleRowDev> rows(static_cast<size_t>(batch));
         for (int r = 0; r < batch; ++r) {
@@ -90,36 +105,14 @@ int main() {
         std::vector<int32_t> toks[2];
         for (int on = 0; on < 2; ++on) {
           sample_set_topp_compact(on != 0);
-          std::vector<float> times;
-          for (int it = 0; it < 50; ++it) {
-            check(cudaEventRecord(e0, s), "record");
-            launch_sample(logits, nullptr, kVocab, rows_d, src_d, batch, tok_d, s);
-            check(cudaEventRecord(e1, s), "record");
-            check(cudaEventSynchronize(e1), "sync");
-            float t = 0;
-            check(cudaEventElapsedTime(&t, e0, e1), "elapsed");
-            times.push_back(t);
-          }
-          std::nth_element(times.begin(), times.begin() + 25, times.end());
-          ms[on] = times[25];
+          ms[on] = median_ms(rows_d, batch, 50);
           toks[on].resize(static_cast<size_t>(batch));
           check(cudaMemcpy(toks[on].data(), tok_d, toks[on].size() * sizeof(int32_t), cudaMemcpyDeviceToHost), "tokens");
         }
         if (batch > 1 && std::getenv("KEEL_SAMPLE_BENCH_ROWS") != nullptr) {  // each row alone, compact on
           sample_set_topp_compact(true);
           for (int r = 0; r < batch; ++r) {
-            std::vector<float> times;
-            for (int it = 0; it < 5; ++it) {
-              check(cudaEventRecord(e0, s), "record");
-              launch_sample(logits, nullptr, kVocab, rows_d + r, src_d, 1, tok_d, s);
-              check(cudaEventRecord(e1, s), "record");
-              check(cudaEventSynchronize(e1), "sync");
-              float t = 0;
-              check(cudaEventElapsedTime(&t, e0, e1), "elapsed");
-              times.push_back(t);
-            }
-            std::sort(times.begin(), times.end());
-            std::printf("  row %d: %.3f ms\n", r, times[2]);
+            std::printf("  row %d: %.3f ms\n", r, median_ms(rows_d + r, 1, 5));
           }
         }
         const bool same = toks[0] == toks[1];
