@@ -46,7 +46,7 @@ if want san; then
   FILTER='-*DecodeLongContextsSplitKv*:*CachedPrefix*:*SampleRows.*/0:*SampleRows.*/1:*SampleRowsDistribution*:*TensorCorePrefillLong*'
   timeout 240 $SAN --tool memcheck --error-exitcode 3 "$OPS" --gtest_brief=1 --gtest_filter="$FILTER" >"$OUT/memcheck.log" 2>&1; rc=$?
   note "memcheck" "$([[ $rc == 0 ]] && echo clean || echo "FAIL rc=$rc") ($(grep -m1 'ERROR SUMMARY' "$OUT/memcheck.log"))"
-  timeout 240 $SAN --tool racecheck --error-exitcode 3 "$OPS" --gtest_brief=1 --gtest_filter='*Attention*Prefill*:*AttentionBf16.DecodeKernel*:*RmsNorm*:*FusedGemv*:*Mixed*:*SampleRows.*/2:-*TensorCorePrefillLong*' >"$OUT/racecheck.log" 2>&1; rc=$?
+  timeout 240 $SAN --tool racecheck --error-exitcode 3 "$OPS" --gtest_brief=1 --gtest_filter='*Attention*Prefill*:*AttentionBf16.DecodeKernel*:*RmsNorm*:*RowKernel*:*FusedGemv*:*Mixed*:*SampleRows.*/2:-*TensorCorePrefillLong*' >"$OUT/racecheck.log" 2>&1; rc=$?
   note "racecheck" "$([[ $rc == 0 ]] && echo clean || echo "FAIL rc=$rc") ($(grep -m1 'RACECHECK SUMMARY\|ERROR SUMMARY' "$OUT/racecheck.log"))"
 fi
 
@@ -96,6 +96,10 @@ if want bench; then
   # Prefill attention alone on the 8B shapes: tensor-core block sizes, mixed batches (device time per call).
   "$PATTN" >"$OUT/prefill_attn_bench.log" 2>&1; rc=$?
   note "prefill attention bench" "rc=$rc"
+  # Prefill-sized norms, SiLU-mul and the layer's GEMMs alone (8,192 / 16,384 tokens), cuBLASLt's candidates too
+  # (linked to cuBLASLt, which the GPU machine keeps in /usr/local/cuda/lib64).
+  LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-} "$(find_bin keel_prefill_ops_bench)" lt >"$OUT/prefill_ops_bench.log" 2>&1; rc=$?
+  note "prefill ops bench" "rc=$rc"
   # The decode GEMV alone per 8B projection shape at 1, 2, 4, 8 tokens: TB/s of weights.
   "$GEMV" >"$OUT/gemv_bench.log" 2>&1; rc=$?
   note "gemv bench" "rc=$rc"
@@ -143,6 +147,7 @@ echo; echo "==== keel GPU check ($(head -1 "$OUT/gpu.txt"), $(date -u +%F)) ====
 [[ -f $OUT/profile.log ]] && cat "$OUT/profile.log"
 [[ -f $OUT/attn_bench.log ]] && cat "$OUT/attn_bench.log"
 [[ -f $OUT/prefill_attn_bench.log ]] && cat "$OUT/prefill_attn_bench.log"
+[[ -f $OUT/prefill_ops_bench.log ]] && cat "$OUT/prefill_ops_bench.log"
 [[ -f $OUT/gemv_bench.log ]] && cat "$OUT/gemv_bench.log"
 [[ -f $OUT/bench_b256.log ]] && cat "$OUT/bench_b256.log"
 [[ -f $OUT/bench_small.log ]] && cat "$OUT/bench_small.log"

@@ -3,7 +3,8 @@
 // no padding) must give bitwise-identical logits; padded sizes (3, 20) within bf16 error, since the
 // pad sequences change the split-KV plan. Contexts of different lengths grow over 40 steps, so the
 // split length changes between replays. Also checks that each bucket was captured once and replayed
-// without a re-capture (the backend's step log, KEEL_CUDA_STEP_TIMES=1).
+// without a re-capture (the backend's step log, KEEL_CUDA_STEP_TIMES=1), also when padded and full
+// steps of one bucket alternate.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -137,6 +139,56 @@ TEST_P(StepGraphTest, ReplayMatchesEager) {
   }
   EXPECT_EQ(captures, 1u) << "one capture per bucket";
   EXPECT_EQ(log.find("captured again"), std::string::npos);
+}
+
+// Steps of one bucket with and without padding (n - 1 and n sequences in turn, n a bucket size) replay
+// one graph: the padded step must issue the same launches as the full one (the head's logit rows are
+// 0..n-1 in both), or each step captures the graph again (the serve bench re-captured 21 times per run
+// before). The first two steps may capture (this test's KV pool is new); the rest must not.
+TEST_P(StepGraphTest, PaddedAndFullStepsReplayOneGraph) {
+  ASSERT_NE(model_, nullptr);
+  const int n = GetParam();
+  if (n != 8 && n != 16 && n != 64) GTEST_SKIP() << "not a bucket size above 1";
+  const int64_t vocab = model_->config().vocab_size;
+  std::mt19937_64 rng(std::random_device{}());
+  auto kv_eager = model_->make_kv_storage(kSlotsPerSeq * n).value();
+  auto kv_graph = model_->make_kv_storage(kSlotsPerSeq * n).value();
+  std::vector<Seq> seqs(static_cast<size_t>(n));
+  for (int s = 0; s < n; ++s) {
+    seqs[static_cast<size_t>(s)].base = int64_t{s} * kSlotsPerSeq;
+    for (int i = 0; i < 30 + s; ++i) seqs[static_cast<size_t>(s)].tokens.push_back(static_cast<int32_t>(rng() % vocab));
+  }
+  std::vector<float> logits_eager(static_cast<size_t>(n * vocab)), logits_graph(logits_eager.size());
+  setenv("KEEL_CUDA_GRAPHS", "0", 1);
+  const Batch pre = make_batch(seqs, true);
+  ASSERT_TRUE(model_->forward(pre, kv_eager, logits_eager).ok());
+  ASSERT_TRUE(model_->forward(pre, kv_graph, logits_graph).ok());
+  std::string log;
+  for (int step = 0; step < 12; ++step) {
+    if (step == 2) testing::internal::CaptureStderr();
+    const std::vector<Seq> run(seqs.begin(), seqs.end() - (step % 2 == 0 ? 1 : 0));  // padded, then full
+    const Batch b = make_batch(run, false);
+    const size_t rows = run.size() * static_cast<size_t>(vocab);
+    std::fill(logits_graph.begin(), logits_graph.end(), std::nanf(""));
+    setenv("KEEL_CUDA_GRAPHS", "0", 1);
+    ASSERT_TRUE(model_->forward(b, kv_eager, std::span<float>(logits_eager.data(), rows)).ok());
+    setenv("KEEL_CUDA_GRAPHS", "1", 1);
+    ASSERT_TRUE(model_->forward(b, kv_graph, std::span<float>(logits_graph.data(), rows)).ok());
+    double num = 0, den = 0;
+    for (size_t i = 0; i < rows; ++i) {
+      const double d = static_cast<double>(logits_graph[i]) - logits_eager[i];
+      num += std::isnan(d) ? INFINITY : d * d;
+      den += static_cast<double>(logits_eager[i]) * logits_eager[i];
+    }
+    ASSERT_LE(std::sqrt(num / den), 1e-2) << "step " << step;
+    for (size_t s = 0; s < run.size(); ++s) {
+      const float* row = logits_eager.data() + s * static_cast<size_t>(vocab);
+      seqs[s].tokens.push_back(static_cast<int32_t>(std::max_element(row, row + vocab) - row));
+    }
+  }
+  setenv("KEEL_CUDA_GRAPHS", "0", 1);
+  log = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(log.find(" nodes, eager step"), std::string::npos) << "captured after the first two steps:\n" << log;
 }
 
 INSTANTIATE_TEST_SUITE_P(Batch, StepGraphTest, ::testing::Values(1, 3, 8, 16, 20, 64));

@@ -6,6 +6,8 @@
 #include "backend/cuda/attention_tc.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_ops.h"
+#include "backend/cuda/launch_check.h"
+#include "backend/cuda/rms_norm_rows.h"
 
 namespace keel::backend::cuda {
 namespace {
@@ -19,6 +21,19 @@ ActType act_type(const Tensor& t, const char* op) {
 void check_same(const Tensor& a, const Tensor& b, const char* op) {
   KEEL_CHECK(a.dtype == b.dtype && a.numel() == b.numel(), "{}: {} {} vs {} {}", op, tensor::dtype_name(a.dtype),
              a.shape.to_string(), tensor::dtype_name(b.dtype), b.shape.to_string());
+}
+
+// RMSNorm of n rows of d through rms_norm_rows.cu (16-byte vectors) when there are more rows than a
+// decode batch of the GEMV path and the operands fit; through rms_norm.cu's kernels otherwise.
+// KEEL_CUDA_ROW_KERNELS=0 keeps rms_norm.cu's for every size (before/after runs).
+void launch_norm(void* residual, const void* x, const float* w, float eps, int64_t n, int64_t d, void* out, ActType t,
+                 cudaStream_t s) {
+  static const bool rows_on = env_on("KEEL_CUDA_ROW_KERNELS");
+  if (rows_on && n > kGemvMaxTokens && rms_norm_rows_fits(residual, x, w, d, out, t)) {
+    launch_rms_norm_rows(residual, x, w, eps, n, d, out, t, s);
+  } else {
+    launch_rms_norm(residual, x, w, eps, n, d, out, t, s);
+  }
 }
 
 void check_indices(std::span<const int32_t> idx, int64_t limit, const char* op, const char* what) {
@@ -83,8 +98,8 @@ void CudaBackend::rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& 
              w.shape.to_string(), x.row_len());
   if (skip_launch(x.data, w.data, eps, x.n_rows(), x.row_len(), out.data, x.dtype)) return;
   // Without a residual to update the kernel only reads `residual`.
-  launch_rms_norm(const_cast<void*>(x.data), nullptr, static_cast<const float*>(w.data), eps, x.n_rows(), x.row_len(),
-                  out.data, act_type(x, "rms_norm"), stream_);
+  launch_norm(const_cast<void*>(x.data), nullptr, static_cast<const float*>(w.data), eps, x.n_rows(), x.row_len(),
+              out.data, act_type(x, "rms_norm"), stream_);
 }
 
 void CudaBackend::add_rms_norm(Tensor& residual, const Tensor& x, const Tensor& w, float eps, Tensor& out) {
@@ -94,8 +109,8 @@ void CudaBackend::add_rms_norm(Tensor& residual, const Tensor& x, const Tensor& 
   KEEL_CHECK(w.dtype == DType::kF32 && w.numel() == x.row_len(), "add_rms_norm: weight {} for rows of {}",
              w.shape.to_string(), x.row_len());
   if (skip_launch(residual.data, x.data, w.data, eps, x.n_rows(), x.row_len(), out.data, x.dtype)) return;
-  launch_rms_norm(residual.data, x.data, static_cast<const float*>(w.data), eps, x.n_rows(), x.row_len(), out.data,
-                  act_type(x, "add_rms_norm"), stream_);
+  launch_norm(residual.data, x.data, static_cast<const float*>(w.data), eps, x.n_rows(), x.row_len(), out.data,
+              act_type(x, "add_rms_norm"), stream_);
 }
 
 void CudaBackend::rope(Tensor& x, std::span<const int32_t> positions, const RopeParams& p) {

@@ -276,8 +276,8 @@ Tensor LlamaModel::issue_forward(const Batch& b, std::span<const backend::AttnSe
 
 // A decode step (one new token per sequence) padded to `bucket` tokens for a graph replay: the pad
 // tokens repeat the last sequence (same token, position, KV slot and context), so they write the same
-// K/V values to the same slot; logit rows are padded to `bucket` rows (the pad rows come after the
-// real ones and are not copied back). False when b is not a decode step.
+// K/V values to the same slot; logit rows are padded to `bucket` rows (the pad rows, each its own row,
+// come after the real ones and are not copied back). False when b is not a decode step.
 bool LlamaModel::pad_decode_step(const Batch& b, int64_t bucket, Batch& padded, std::vector<backend::AttnSeq>& seqs) {
   const int64_t n = b.n_tokens();
   if (b.seqs.empty() || b.logit_rows.empty() || static_cast<int64_t>(b.seqs.size()) != n || bucket < n) return false;
@@ -297,8 +297,11 @@ bool LlamaModel::pad_decode_step(const Batch& b, int64_t bucket, Batch& padded, 
     padded.slots.push_back(b.slots[static_cast<size_t>(last.q_begin)]);
     seqs.push_back({.q_begin = static_cast<int32_t>(i), .n_q = 1, .ctx_slots = last.ctx_slots});
   }
+  // Each pad row is its own logit row: a full decode step's rows are then 0..bucket-1 whether or not it
+  // was padded, so run_head takes the same launches (no gather) for every step of a bucket and the
+  // graph captured at start-up (unpadded) is replayed, not captured again for padded steps.
   while (static_cast<int64_t>(padded.logit_rows.size()) < bucket) {
-    padded.logit_rows.push_back(static_cast<int32_t>(bucket - 1));
+    padded.logit_rows.push_back(static_cast<int32_t>(padded.logit_rows.size()));
   }
   return true;
 }
