@@ -18,13 +18,6 @@ bool fused_enabled() {
   return on;
 }
 
-// bf16 h with f32 outputs (the final norm inside the LM head's GEMV); KEEL_CUDA_FUSED_HEAD=0 runs the
-// separate add_rms_norm and GEMV there (A/B runs).
-bool fused_f32_out_enabled() {
-  static const bool on = env_on("KEEL_CUDA_FUSED_HEAD");
-  return on;
-}
-
 constexpr size_t kMaxNormSmem = size_t{48} << 10;  // the block's x, in the default shared memory
 
 }  // namespace
@@ -58,11 +51,8 @@ bool CudaBackend::gemv_norm(const PreNorm& p, GemvNorm& nm) {
 
 void CudaBackend::norm_matmul_group(const PreNorm& p, std::span<const MatmulTarget> targets) {
   GemvNorm nm{};
-  // gemv_group_ok on h: the GEMV reads x from shared memory, but h's shape and dtype are x's. Outputs
-  // in h's dtype, or f32 from bf16 h (logits).
-  const bool f32_out = p.h->dtype == DType::kBF16 && !targets.empty() && targets[0].out->dtype == DType::kF32;
-  if (!gemv_group_ok(*p.h, targets) || (targets[0].out->dtype != p.h->dtype && !(f32_out && fused_f32_out_enabled())) ||
-      !gemv_norm(p, nm)) {
+  // gemv_group_ok on h: the GEMV reads x from shared memory, but h's shape and dtype are x's.
+  if (!gemv_group_ok(*p.h, targets) || targets[0].out->dtype != p.h->dtype || !gemv_norm(p, nm)) {
     Backend::norm_matmul_group(p, targets);
     return;
   }
@@ -71,10 +61,10 @@ void CudaBackend::norm_matmul_group(const PreNorm& p, std::span<const MatmulTarg
   const GemvGroup g = gemv_group(targets);
   const bool f32 = p.h->dtype == DType::kF32;
   if (skip_launch(nm.residual, nm.add, nm.w, nm.eps, nm.h, nm.counter, g.w[0], g.w[1], g.w[2], g.bias[0], g.bias[1],
-                  g.bias[2], g.out[0], g.out[1], g.out[2], g.m[0], g.m[1], g.m[2], g.n_seg, n, k, f32, f32_out)) {
+                  g.bias[2], g.out[0], g.out[1], g.out[2], g.m[0], g.m[1], g.m[2], g.n_seg, n, k, f32)) {
     return;
   }
-  launch_gemv_fused(g, nm, GemvEpilogue::kNone, GemvRope{}, static_cast<int>(n), k, f32, f32_out, stream_);
+  launch_gemv_fused(g, nm, GemvEpilogue::kNone, GemvRope{}, static_cast<int>(n), k, f32, stream_);
 }
 
 void CudaBackend::norm_gate_up_silu(const PreNorm& p, const Tensor& w_gate, const Tensor& w_up, Tensor& gate,
@@ -98,7 +88,7 @@ void CudaBackend::norm_gate_up_silu(const PreNorm& p, const Tensor& w_gate, cons
   if (skip_launch(nm.residual, nm.add, nm.w, nm.eps, nm.h, nm.counter, g.w[0], g.w[1], g.out[0], g.m[0], n, k, f32)) {
     return;
   }
-  launch_gemv_fused(g, nm, GemvEpilogue::kSiluMul, GemvRope{}, static_cast<int>(n), k, f32, false, stream_);
+  launch_gemv_fused(g, nm, GemvEpilogue::kSiluMul, GemvRope{}, static_cast<int>(n), k, f32, stream_);
 }
 
 void CudaBackend::norm_qkv_rope_kv(const PreNorm& p, std::span<const MatmulTarget> qkv, Tensor& q, Tensor& k,
@@ -146,7 +136,7 @@ void CudaBackend::norm_qkv_rope_kv(const PreNorm& p, std::span<const MatmulTarge
                   rp.v_cache)) {
     return;
   }
-  launch_gemv_fused(g, nm, GemvEpilogue::kRopeKv, rp, static_cast<int>(n), kdim, f32, false, stream_);
+  launch_gemv_fused(g, nm, GemvEpilogue::kRopeKv, rp, static_cast<int>(n), kdim, f32, stream_);
 }
 
 }  // namespace keel::backend::cuda

@@ -9,9 +9,6 @@
 // runs row r of the gate and of the up weight) or RoPE + the KV-pool write (a warp runs the two rows
 // RoPE rotates together).
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
-#include <utility>
 
 #include "backend/cuda/dtype_util.cuh"
 #include "backend/cuda/gemv_fused.h"
@@ -142,7 +139,7 @@ __device__ void norm_prelude(const GemvNorm& nm, int n, int64_t k, uint4* hs) {
 __host__ __device__ __forceinline__ int64_t gemv_units(const GemvGroup& g, int epi) {
   return epi == static_cast<int>(GemvEpilogue::kSiluMul) ? g.m[0]
          : epi == static_cast<int>(GemvEpilogue::kRopeKv) ? g.m_total / 2
-                                                           : g.m_total * g.parts;
+                                                           : g.m_total;
 }
 
 // The row's segment (up to kGemvMaxSegments weights sharing x, one launch): its weight, bias and
@@ -214,7 +211,7 @@ __device__ __forceinline__ void rope_kv_store(const GemvRope& rp, int seg, int p
 // pass-through rows past rot_dims). The plain kernel runs one unit per warp; the kNorm ones are
 // launched with at most one wave of blocks, each warp striding over units, so every block computes
 // its pre-norm once.
-template <typename W, typename T, int kMaxN, bool kNorm, int kEpi, bool kSplit = false>
+template <typename W, typename T, int kMaxN, bool kNorm, int kEpi>
 __global__ void __launch_bounds__(kThreads) gemv_kernel(const W* x, GemvGroup g, GemvNorm nm, GemvRope rp, int n,
                                                         int64_t k) {
   extern __shared__ uint4 hs[];  // kNorm: the block's x [n, k]
@@ -250,27 +247,16 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(const W* x, GemvGroup g,
       sr[0] = seg_row(g, r0);
     }
   };
-  // Split-K (kSplit: the plain kernel with g.parts > 1, its own instantiation): unit u is part u % parts of row u / parts, vectors
-  // [part * kvp, (part + 1) * kvp) of it; the row's parts are consecutive warps of one block (parts
-  // divides the block's 8 warps), summed through shared memory in part order, so a row's result does
-  // not depend on the launch (matmul_group equals single matmuls bitwise). Every warp runs at most one
-  // unit then (the plain kernel's grid covers the units) and meets the block barrier once.
-  static_assert(!kSplit || (!kNorm && kEpi == static_cast<int>(GemvEpilogue::kNone)), "split-K: plain rows only");
-  const int parts = kSplit ? g.parts : 1;
-  const int part = kSplit ? static_cast<int>(grow % parts) : 0;
-  const int64_t kvp = kv / parts, x_off = part * kvp;
   SegRow sr[kRows];
-  seg_rows(grow < rows ? grow / parts : 0, sr);
+  seg_rows(grow < rows ? grow : 0, sr);
   const uint4* wr[kRows];
 #pragma unroll
-  for (int r = 0; r < kRows; ++r) {
-    wr[r] = reinterpret_cast<const uint4*>(static_cast<const W*>(sr[r].w) + sr[r].row * k) + x_off;
-  }
+  for (int r = 0; r < kRows; ++r) wr[r] = reinterpret_cast<const uint4*>(static_cast<const W*>(sr[r].w) + sr[r].row * k);
   // The first batch of weights (no kernel's output) is requested before pdl_wait and the pre-norm: it
   // streams while the kernel before (the one writing x) ends and while the block computes x.
   uint4 wv[kRows][kUnroll];
   bool loaded = false;
-  if (grow < rows && lane + 32 * (kUnroll - 1) < kvp) {
+  if (grow < rows && lane + 32 * (kUnroll - 1) < kv) {
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
 #pragma unroll
@@ -285,13 +271,9 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(const W* x, GemvGroup g,
     xr = hs;
   }
   // x from shared memory (kNorm) or through the read-only cache.
-  const auto load_x = [&](int64_t j) { return kNorm ? xr[j + x_off] : __ldg(xr + j + x_off); };
-  if (kSplit && grow >= rows) {
-    __syncthreads();  // the block barrier of the split-K sum below (a row's parts never straddle blocks)
-    return;
-  }
+  const auto load_x = [&](int64_t j) { return kNorm ? xr[j] : __ldg(xr + j); };
   for (; grow < rows; grow += row_step) {
-    if (!loaded) {  // a later row of this warp (never with split-K: parts == 1)
+    if (!loaded) {  // a later row of this warp
       seg_rows(grow, sr);
 #pragma unroll
       for (int r = 0; r < kRows; ++r) {
@@ -305,7 +287,7 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(const W* x, GemvGroup g,
       for (int t = 0; t < kMaxN; ++t) acc[r][t] = 0.0f;
     }
     int64_t i = lane;
-    for (; i + 32 * (kUnroll - 1) < kvp; i += 32 * kUnroll) {
+    for (; i + 32 * (kUnroll - 1) < kv; i += 32 * kUnroll) {
       if (!loaded) {
 #pragma unroll
         for (int r = 0; r < kRows; ++r) {
@@ -327,7 +309,7 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(const W* x, GemvGroup g,
       }
     }
     loaded = false;
-    for (; i < kvp; i += 32) {
+    for (; i < kv; i += 32) {
       uint4 w1[kRows];
 #pragma unroll
       for (int r = 0; r < kRows; ++r) w1[r] = __ldcs(wr[r] + i);
@@ -342,25 +324,8 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(const W* x, GemvGroup g,
     }
     T* out = static_cast<T*>(sr[0].out);
     const int64_t row = sr[0].row, m = sr[0].m;
-    if constexpr (kSplit) {
-      __shared__ float psum[kWarpsPerBlock][kMaxN];
-      const int warp = threadIdx.x / 32;
 #pragma unroll
-      for (int t = 0; t < kMaxN; ++t) {
-        const float v = warp_sum(acc[0][t]);
-        if (lane == 0) psum[warp][t] = v;
-      }
-      __syncthreads();
-      if (part == 0 && lane == 0) {
-        for (int t = 0; t < n; ++t) {
-          float v = 0.0f;
-          for (int j = 0; j < parts; ++j) v += psum[warp + j][t];
-          store_f(out, t * m + row, v + (sr[0].bias != nullptr ? sr[0].bias[row] : 0.0f));
-        }
-      }
-    }
-#pragma unroll
-    for (int t = 0; t < (kSplit ? 0 : kMaxN); ++t) {
+    for (int t = 0; t < kMaxN; ++t) {
       float v[kRows];
 #pragma unroll
       for (int r = 0; r < kRows; ++r) {
@@ -380,7 +345,7 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(const W* x, GemvGroup g,
   }
 }
 
-template <typename W, typename T, int kMaxN, bool kNorm, int kEpi, bool kSplit = false>
+template <typename W, typename T, int kMaxN, bool kNorm, int kEpi>
 void launch_n(const void* x, const GemvGroup& g, const GemvNorm& nm, const GemvRope& rp, int n, int64_t k,
               cudaStream_t s) {
   const int64_t rows = gemv_units(g, kEpi);
@@ -402,43 +367,16 @@ void launch_n(const void* x, const GemvGroup& g, const GemvNorm& nm, const GemvR
     }
     blocks = std::min(blocks, static_cast<unsigned>(std::max(1, per_sm) * std::max(1, n_sm)));
   }
-  launch_pdl(PdlKind::kGemv, gemv_kernel<W, T, kMaxN, kNorm, kEpi, kSplit>, dim3(blocks), dim3(kThreads), smem, s, static_cast<const W*>(x),
+  launch_pdl(PdlKind::kGemv, gemv_kernel<W, T, kMaxN, kNorm, kEpi>, dim3(blocks), dim3(kThreads), smem, s, static_cast<const W*>(x),
              g, nm, rp, n, k);
 }
 
 // Instantiates kMaxN 1, 2, 4, 8 for the plain kernel, 1 and 8 for the fused ones (batch-1 decode).
-// Warps per row for a plain GEMV of n tokens and kv 16-byte vectors per row (k elements):
-// KEEL_CUDA_GEMV_SPLIT=P[:K] splits rows of at least K elements (default 0) into P = 2, 4 or 8 parts
-// for n = 1 when 32 P divides kv. A function of the row shape only, not of the launch. Off (1) by default.
-int gemv_parts(int n, int64_t k, int64_t kv) {
-  static const std::pair<int, int64_t> cfg = [] {
-    const char* v = std::getenv("KEEL_CUDA_GEMV_SPLIT");
-    if (v == nullptr) return std::pair<int, int64_t>{1, 0};
-    const char* colon = std::strchr(v, ':');
-    const int p = std::atoi(v);
-    return std::pair<int, int64_t>{p == 2 || p == 4 || p == 8 ? p : 1, colon != nullptr ? std::atoll(colon + 1) : 0};
-  }();
-  const int p = cfg.first;
-  const bool ok = p > 1 && n == 1 && k >= cfg.second && kv % (32 * p) == 0;
-  return ok ? p : 1;
-}
-
 template <typename W, typename T, bool kNorm, int kEpi>
 void launch_g(const void* x, GemvGroup& g, const GemvNorm& nm, const GemvRope& rp, int n, int64_t k, cudaStream_t s) {
   g.m_total = 0;
   for (int i = 0; i < g.n_seg; ++i) g.m_total += g.m[i];
-  g.parts = 1;
-  if (!kNorm && kEpi == static_cast<int>(GemvEpilogue::kNone)) {
-    g.parts = gemv_parts(n, k, k / static_cast<int64_t>(16 / sizeof(W)));
-  }
   if (n == 0 || g.m_total == 0) return;
-  if constexpr (!kNorm && kEpi == static_cast<int>(GemvEpilogue::kNone)) {
-    if (g.parts > 1) {  // n == 1
-      launch_n<W, T, 1, false, kEpi, true>(x, g, nm, rp, n, k, s);
-      KEEL_CUDA_LAUNCHED();
-      return;
-    }
-  }
   if (n == 1) {
     launch_n<W, T, 1, kNorm, kEpi>(x, g, nm, rp, n, k, s);
   } else if constexpr (kNorm) {
@@ -455,17 +393,11 @@ void launch_g(const void* x, GemvGroup& g, const GemvNorm& nm, const GemvRope& r
 
 template <typename W>
 void launch_fused_w(GemvGroup& g, const GemvNorm& nm, GemvEpilogue epi, const GemvRope& rp, int n, int64_t k,
-                    bool f32_out, cudaStream_t s) {
+                    cudaStream_t s) {
   switch (epi) {
     case GemvEpilogue::kSiluMul: launch_g<W, W, true, 1>(nullptr, g, nm, rp, n, k, s); break;
     case GemvEpilogue::kRopeKv: launch_g<W, W, true, 2>(nullptr, g, nm, rp, n, k, s); break;
-    default:
-      if (f32_out) {  // bf16 x and weights, f32 outputs: the LM head (logits are f32)
-        launch_g<W, float, true, 0>(nullptr, g, nm, rp, n, k, s);
-      } else {
-        launch_g<W, W, true, 0>(nullptr, g, nm, rp, n, k, s);
-      }
-      break;
+    default: launch_g<W, W, true, 0>(nullptr, g, nm, rp, n, k, s); break;
   }
 }
 
@@ -482,11 +414,11 @@ void launch_gemv_group_f32(const float* x, GemvGroup g, int n, int64_t k, cudaSt
 }
 
 void launch_gemv_fused(GemvGroup g, const GemvNorm& norm, GemvEpilogue epi, const GemvRope& rope, int n, int64_t k,
-                       bool f32, bool f32_out, cudaStream_t s) {
+                       bool f32, cudaStream_t s) {
   if (f32) {
-    launch_fused_w<float>(g, norm, epi, rope, n, k, false, s);
+    launch_fused_w<float>(g, norm, epi, rope, n, k, s);
   } else {
-    launch_fused_w<__nv_bfloat16>(g, norm, epi, rope, n, k, f32_out, s);
+    launch_fused_w<__nv_bfloat16>(g, norm, epi, rope, n, k, s);
   }
 }
 

@@ -37,9 +37,7 @@ struct GemvRope {
   void* k_cache;  // [n_slots, n_kv, head_dim]
   void* v_cache;
 };
-// f32: x, weights, residual and outputs f32; else bf16, with f32 outputs when f32_out (kNone only: the
-// LM head's logits).
 void launch_gemv_fused(GemvGroup g, const GemvNorm& norm, GemvEpilogue epi, const GemvRope& rope, int n, int64_t k,
-                       bool f32, bool f32_out, cudaStream_t s);
+                       bool f32, cudaStream_t s);
 
 }  // namespace keel::backend::cuda

@@ -51,7 +51,6 @@ struct GemvGroup {
   int64_t m[kGemvMaxSegments];
   int n_seg;
   int64_t m_total;  // set by the launcher
-  int parts;        // set by the launcher: warps per row (split-K of batch-1 plain GEMVs, gemv.cu), else 1
 };
 void launch_gemv_group(const void* x, GemvGroup g, int n, int64_t k, ActType t, cudaStream_t s);
 // The f32 precision mode's forms (docs/cuda_backend.md "Precision"): embed from an f32 table; the

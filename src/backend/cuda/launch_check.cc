@@ -22,9 +22,8 @@ bool pdl_launch(PdlKind kind) {
   enum class Mode { kOff, kAll, kGemv, kNoAttn };
   static const Mode mode = [] {
     const char* v = std::getenv("KEEL_CUDA_PDL");
-    if (v == nullptr) return Mode::kOff;
+    if (v == nullptr || std::strcmp(v, "gemv") == 0) return Mode::kGemv;
     if (std::strcmp(v, "1") == 0) return Mode::kAll;
-    if (std::strcmp(v, "gemv") == 0) return Mode::kGemv;
     if (std::strcmp(v, "noattn") == 0) return Mode::kNoAttn;
     return Mode::kOff;
   }();

@@ -6,9 +6,8 @@
 // predecessor, every earlier kernel is complete too. Before pdl_wait() a kernel may only read data no
 // kernel of the step writes (weights: the GEMV requests its first weight lines there, so the weight
 // stream starts during the previous kernel's tail). Both are no-ops in a kernel launched without the
-// attribute. Off unless KEEL_CUDA_PDL says otherwise (launch_check.h: 1, gemv, noattn): on the 8B
-// batch-1 decode step every kernel early measured no gain (docs/cuda_backend.md), though back-to-back
-// GEMVs gain 7-9%.
+// attribute. Which launches get the attribute: pdl_launch (launch_check.h, KEEL_CUDA_PDL); by default
+// a GEMV that follows a GEMV (every kernel early made the 8B batch-1 step slower, docs/cuda_backend.md).
 #pragma once
 
 #include <cuda_runtime.h>
