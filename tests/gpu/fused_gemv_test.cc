@@ -67,7 +67,7 @@ struct NormBufs {
 
 TEST_P(FusedGemvTest, NormMatmulGroupMatchesCpuAndParts) {
   // (n, k, add, f32 outputs): n = 2 and k = 68 (not whole 16-byte vectors in bf16) take the separate ops
-  // on cuda, and so do f32 outputs from bf16 h (the LM head's logits: the model's head is this op).
+  // on cuda, and so do f32 outputs from bf16 h (logits-shaped: the op's contract holds for them too).
   for (auto [n, k, with_add, f32_out] : {std::tuple{1, 4096, true, false}, {1, 4096, false, false},
                                          {1, 896, true, false}, {2, 256, true, false}, {1, 68, true, false},
                                          {1, 4096, true, true}, {1, 896, false, true}, {2, 256, true, true}}) {

@@ -241,13 +241,9 @@ Tensor LlamaModel::run_head(const Batch& b, int64_t n) {
     be.gather_rows(act(s_.x, n), b.logit_rows, rx);
     be.gather_rows(act(s_.proj, n), b.logit_rows, ra);
   }
-  // The last residual add and the final norm, then the LM head: one op (for decode on cuda, the norm
-  // runs inside the head's GEMV).
-  const backend::Backend::PreNorm norm{
-      .residual = &rx, .add = &ra, .w = &output_norm_.tensor(), .eps = config_.rms_eps, .h = &rh};
-  const backend::Backend::MatmulTarget head[] = {{&output_weight(), nullptr, &lg}};
-  be.norm_matmul_group(norm, head);
+  be.add_rms_norm(rx, ra, output_norm_.tensor(), config_.rms_eps, rh);
   dump("result_norm", -1, rh);
+  be.matmul(rh, output_weight(), nullptr, lg);
   dump("result_output", -1, lg);
   return lg;
 }
