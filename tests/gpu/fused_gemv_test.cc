@@ -66,10 +66,13 @@ struct NormBufs {
 };
 
 TEST_P(FusedGemvTest, NormMatmulGroupMatchesCpuAndParts) {
-  // (n, k, add): n = 2 and k = 68 (not whole 16-byte vectors in bf16) take the separate ops on cuda.
-  for (auto [n, k, with_add] : {std::tuple{1, 4096, true}, {1, 4096, false}, {1, 896, true}, {2, 256, true},
-                                {1, 68, true}}) {
-    const std::string what = fmt::format("{}x{} add {} seed {}", n, k, with_add, seed_);
+  // (n, k, add, f32 outputs): n = 2 and k = 68 (not whole 16-byte vectors in bf16) take the separate ops
+  // on cuda, and so do f32 outputs from bf16 h (logits-shaped: the op's contract holds for them too).
+  for (auto [n, k, with_add, f32_out] : {std::tuple{1, 4096, true, false}, {1, 4096, false, false},
+                                         {1, 896, true, false}, {2, 256, true, false}, {1, 68, true, false},
+                                         {1, 4096, true, true}, {1, 896, false, true}, {2, 256, true, true}}) {
+    const std::string what = fmt::format("{}x{} add {} f32 out {} seed {}", n, k, with_add, f32_out, seed_);
+    const DType ot = f32_out ? DType::kF32 : dt();
     const auto shape = make_shape({n, k});
     const auto r = input(static_cast<size_t>(n * k)), a = input(static_cast<size_t>(n * k));
     const auto w = random_floats(rng_, static_cast<size_t>(k), 2.0f);
@@ -88,9 +91,9 @@ TEST_P(FusedGemvTest, NormMatmulGroupMatchesCpuAndParts) {
       const auto b = random_floats(rng_, static_cast<size_t>(ms[i]));
       bg.push_back(make(gpu(), DType::kF32, make_shape({ms[i]}), b));
       bc.push_back(make(cpu(), DType::kF32, make_shape({ms[i]}), b));
-      og.push_back(gpu().alloc(dt(), make_shape({n, ms[i]})));
-      op.push_back(gpu().alloc(dt(), make_shape({n, ms[i]})));
-      check.push_back(gpu().alloc(dt(), make_shape({n, ms[i]})));
+      og.push_back(gpu().alloc(ot, make_shape({n, ms[i]})));
+      op.push_back(gpu().alloc(ot, make_shape({n, ms[i]})));
+      check.push_back(gpu().alloc(ot, make_shape({n, ms[i]})));
       oc.push_back(cpu().alloc(DType::kF32, make_shape({n, ms[i]})));
     }
     for (size_t i = 0; i < ms.size(); ++i) {

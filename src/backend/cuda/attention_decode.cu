@@ -142,8 +142,8 @@ __global__ void __launch_bounds__(kWarps * 32, attention_decode_blocks_per_sm(G)
   extern __shared__ uint4 ring[];
   __shared__ float m_s[kWarps][G], l_s[kWarps][G];
   pdl_trigger();
-  pdl_wait();  // q and this step's K/V rows come from the kernels before
-
+  // Before pdl_wait only the plan (items, descriptors, slot lists, split length: staged spans copied
+  // before the step's kernels) is read, so with PDL its dependent loads overlap the kernel before.
   const AttnItem it = p.items[blockIdx.x];
   const AttnSeqDev sq = p.seqs[it.seq];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -156,6 +156,18 @@ __global__ void __launch_bounds__(kWarps * 32, attention_decode_blocks_per_sm(G)
   const int key_end = min(sq.n_ctx, key_begin + split_len);
   const int64_t token = sq.q_begin;
   const int head0 = it.kv_head * G;
+  const int first = key_begin + warp * B, stride = kWarps * B;
+  auto slots_of = [&](int base, int* slot) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int key = base + u * KS + sub;
+      slot[u] = key < key_end ? sq.ctx[key] : -1;
+    }
+  };
+  int slot0[S][U];  // the slot ids of the first S batches
+#pragma unroll
+  for (int st = 0; st < S; ++st) slots_of(first + st * stride, slot0[st]);
+  pdl_wait();  // q and this step's K/V rows come from the kernels before
 
   float q[G][8];
   const auto* qp = static_cast<const __nv_bfloat16*>(p.q) + (token * p.n_heads + head0) * HD + dl * 8;
@@ -180,14 +192,6 @@ __global__ void __launch_bounds__(kWarps * 32, attention_decode_blocks_per_sm(G)
   const auto* kc = static_cast<const __nv_bfloat16*>(p.k_cache) + it.kv_head * HD + dl * 8;
   const auto* vc = static_cast<const __nv_bfloat16*>(p.v_cache) + it.kv_head * HD + dl * 8;
   uint4* my = ring + static_cast<size_t>(warp) * S * 2 * U * 32 + lane;
-  const int first = key_begin + warp * B, stride = kWarps * B;
-  auto slots_of = [&](int base, int* slot) {
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int key = base + u * KS + sub;
-      slot[u] = key < key_end ? sq.ctx[key] : -1;
-    }
-  };
   auto issue = [&](int stage, const int* slot) {
 #pragma unroll
     for (int u = 0; u < U; ++u) {
@@ -197,13 +201,11 @@ __global__ void __launch_bounds__(kWarps * 32, attention_decode_blocks_per_sm(G)
     }
     cp_async_commit();
   };
-  int slot[U];
 #pragma unroll
-  for (int st = 0; st < S - 1; ++st) {
-    slots_of(first + st * stride, slot);
-    issue(st, slot);
-  }
-  slots_of(first + (S - 1) * stride, slot);  // the batch issued in the first iteration
+  for (int st = 0; st < S - 1; ++st) issue(st, slot0[st]);
+  int slot[U];  // the batch issued in the first iteration
+#pragma unroll
+  for (int u = 0; u < U; ++u) slot[u] = slot0[S - 1][u];
   int b = 0;
   for (int base = first; base < key_end; base += stride, ++b) {
     issue((b + S - 1) % S, slot);  // batch b + S - 1 (zero-filled, no reads, past the range)
@@ -315,7 +317,7 @@ __global__ void __launch_bounds__(kWarps * 32, attention_decode_blocks_per_sm(G)
 template <int HD, int G>
 void launch_hd_group(const AttnLaunch& p, cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>(p.n_items), static_cast<unsigned>(p.n_splits));
-  launch_pdl(attention_decode_kernel<HD, G>, grid, dim3(kWarps * 32), DecodeCfg<HD, G>::kSmem, s, p);
+  launch_pdl(PdlKind::kAttention, attention_decode_kernel<HD, G>, grid, dim3(kWarps * 32), DecodeCfg<HD, G>::kSmem, s, p);
   KEEL_CUDA_LAUNCHED();
 }
 

@@ -129,7 +129,11 @@ void CudaBackend::copy_to_host(const Tensor& src, std::span<float> dst) {
   KEEL_CHECK(static_cast<int64_t>(dst.size()) == src.numel(), "copy_to_host: {} floats for {} elements", dst.size(),
              src.numel());
   if (src.dtype == DType::kF32) {
-    KEEL_CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data, dst.size_bytes(), cudaMemcpyDeviceToHost, stream_));
+    if (PinnedDownload::wanted(dst.size_bytes())) {  // logits rows: through a pinned buffer, in chunks
+      download_.copy(dst.data(), src.data, dst.size_bytes(), stream_);
+    } else {
+      KEEL_CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data, dst.size_bytes(), cudaMemcpyDeviceToHost, stream_));
+    }
     synchronize();
     return;
   }

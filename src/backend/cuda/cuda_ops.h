@@ -19,6 +19,7 @@
 #include "backend/cuda/gemv_fused.h"
 #include "backend/cuda/kernels.cuh"
 #include "backend/cuda/op_profile.h"
+#include "backend/cuda/pinned_download.h"
 #include "backend/cuda/step_graph.h"
 
 namespace keel::backend::cuda {
@@ -149,6 +150,7 @@ class CudaBackend final : public Backend {
   size_t sample_tokens_cap_ = 0;
   int32_t* sampled_host_ = nullptr;  // pinned [sample_tokens_cap_]: the last sampling's ids, copied back
   cudaEvent_t sampled_ev_ = nullptr;  // recorded after that copy
+  PinnedDownload download_;          // copy_to_host of large f32 buffers (logits)
   int32_t last_sampled_rows_ = 0;    // rows of the last sample_rows_async (embed_sampled's bound)
   bool sampled_unread_ = false;      // sample_rows_async ran, wait_sampled not yet
 };

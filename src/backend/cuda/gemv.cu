@@ -367,7 +367,7 @@ void launch_n(const void* x, const GemvGroup& g, const GemvNorm& nm, const GemvR
     }
     blocks = std::min(blocks, static_cast<unsigned>(std::max(1, per_sm) * std::max(1, n_sm)));
   }
-  launch_pdl(gemv_kernel<W, T, kMaxN, kNorm, kEpi>, dim3(blocks), dim3(kThreads), smem, s, static_cast<const W*>(x),
+  launch_pdl(PdlKind::kGemv, gemv_kernel<W, T, kMaxN, kNorm, kEpi>, dim3(blocks), dim3(kThreads), smem, s, static_cast<const W*>(x),
              g, nm, rp, n, k);
 }
 

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include "backend/cuda/cuda_check.h"
 
@@ -17,12 +18,23 @@ bool env_on(const char* name) {
   return v == nullptr || std::strcmp(v, "0") != 0;
 }
 
-bool pdl_enabled() {
-  static const bool on = [] {
+bool pdl_launch(PdlKind kind) {
+  enum class Mode { kOff, kAll, kGemv, kNoAttn };
+  static const Mode mode = [] {
     const char* v = std::getenv("KEEL_CUDA_PDL");
-    return v != nullptr && std::strcmp(v, "1") == 0;
+    if (v == nullptr || std::strcmp(v, "gemv") == 0) return Mode::kGemv;
+    if (std::strcmp(v, "1") == 0) return Mode::kAll;
+    if (std::strcmp(v, "noattn") == 0) return Mode::kNoAttn;
+    return Mode::kOff;
   }();
-  return on;
+  thread_local PdlKind last = PdlKind::kOther;  // kernels are launched (and graphs captured) per thread
+  const PdlKind prev = std::exchange(last, kind);
+  switch (mode) {
+    case Mode::kAll: return true;
+    case Mode::kGemv: return kind == PdlKind::kGemv && prev == PdlKind::kGemv;
+    case Mode::kNoAttn: return prev != PdlKind::kAttention;
+    default: return false;
+  }
 }
 
 }  // namespace keel::backend::cuda

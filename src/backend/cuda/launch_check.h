@@ -5,9 +5,16 @@
 namespace keel::backend::cuda {
 
 void cuda_check_launch(const char* file, int line);
-// Whether kernels launch with programmatic dependent launch (pdl.cuh): KEEL_CUDA_PDL=1 (default off:
-// no gain measured on the 8B decode step, docs/cuda_backend.md), read once.
-bool pdl_enabled();
+// What a launch_pdl kernel is, for the programmatic-dependent-launch policy (pdl.cuh).
+enum class PdlKind { kOther, kGemv, kAttention };
+// Whether a kernel of `kind` launches with programmatic dependent launch (pdl.cuh), given the kind of
+// the last launch_pdl kernel on this host thread (every call records `kind` as that). KEEL_CUDA_PDL
+// (read once): unset or `gemv` (the default) a GEMV right after a GEMV (the weight stream of one
+// projection starts during the tail of the one before: o -> gate/up -> down -> next Q/K/V); 0 never;
+// 1 always; `noattn` every kernel but the one right after attention. Batch-1 8B decode on the H200:
+// gemv -0.1 ms of GPU time per step, noattn -0.05, 1 +0.7 (docs/cuda_backend.md "Programmatic
+// dependent launch").
+bool pdl_launch(PdlKind kind);
 // A default-on switch from the environment: true unless `name` is set to "0" (KEEL_CUDA_SAMPLING,
 // KEEL_CUDA_FUSED_GEMV, KEEL_CUDA_ATTN_*, KEEL_CUDA_TOPP_COMPACT ...). Host side; callers cache it.
 bool env_on(const char* name);

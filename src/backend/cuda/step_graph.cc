@@ -55,6 +55,7 @@ StepTimer::~StepTimer() {
 }
 
 void StepTimer::begin(const std::string& phase) {
+  begun_ = Clock::now();
   if (phase != phase_) {
     report();
     phase_ = phase;
@@ -79,6 +80,7 @@ void StepTimer::begin(const std::string& phase) {
 
 void StepTimer::restart() {
   if (n_ > 0) KEEL_CUDA_CHECK(cudaEventRecord(ev_[(n_ - 1) % 3][0], stream_));
+  host_ms_.push_back(static_cast<float>(ms_since(begun_)));
 }
 
 void StepTimer::end() {
@@ -105,6 +107,11 @@ void StepTimer::report() {
                  phase_.c_str(), busy_ms_.size(), b, busy_sum / static_cast<double>(busy_ms_.size()), g,
                  gap_sum / static_cast<double>(gap_ms_.size()), 100.0 * gap_sum / (gap_sum + busy_sum));
   }
+  if (!host_ms_.empty()) {
+    std::fprintf(stderr, "[cuda steps] %s: host time from the step's start to its graph launch median %.3f ms\n",
+                 phase_.c_str(), median(host_ms_));
+  }
+  host_ms_.clear();
   busy_ms_.clear();
   gap_ms_.clear();
 }

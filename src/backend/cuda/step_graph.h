@@ -13,6 +13,7 @@
 #include <cuda_runtime.h>
 
 #include <bit>
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -77,6 +78,8 @@ class StepTimer {
   int64_t n_ = 0;              // steps begun in this phase
   std::string phase_;
   std::vector<float> busy_ms_, gap_ms_;
+  std::vector<float> host_ms_;                   // graph replays: host time from begin() to restart()
+  std::chrono::steady_clock::time_point begun_;  // the last begin()
   std::vector<std::string> notes_;
 };
 
