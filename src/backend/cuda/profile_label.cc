@@ -24,6 +24,11 @@ const char* profile_label(const char* op, int64_t n, int64_t m, int64_t k) {
   std::string s = n <= 256 ? fmt::format("{} n{}", op, n) : fmt::format("{} n<={}", op, (n + 1023) / 1024 * 1024);
   if (m > 0) s += fmt::format(" m{}", m);
   if (k > 0) s += fmt::format(" k{}", k);
+  // Which labelled op came before a matmul on this thread tells the layer's same-shape GEMMs apart
+  // (q after add_rms_norm, o after attention).
+  thread_local const char* prev = "-";
+  if (std::strcmp(op, "matmul") == 0) s += fmt::format(" after {}", prev);
+  prev = op;
   const std::lock_guard<std::mutex> lock(mu);
   return labels.insert(std::move(s)).first->c_str();
 }
