@@ -127,18 +127,6 @@ TEST(F32Mode, MatmulMatchesCpuF32AndHostReference) {
   }
 }
 
-// More rows than KEEL_CUDA_GEMM_SPLIT_ROWS (default 12,288): f32 cuBLAS GEMMs in 2 and 3 row chunks.
-TEST(F32Mode, RowsSplitIntoChunksMatchCpu) {
-  const uint64_t seed = fresh_seed();
-  std::mt19937_64 rng(seed);
-  for (auto [n, k, m] : {std::tuple{12289, 64, 33}, {24700, 32, 40}}) {
-    const Outs o = run_matmul(gpu_f32(), cpu_f32(), rng, DType::kF32, n, k, m, /*with_bias=*/m % 2 == 1);
-    const auto what = ::testing::Message() << n << "x" << k << "x" << m << " seed " << seed;
-    EXPECT_LE(rel_err(o.gpu, o.cpu), 1e-5) << what;
-    EXPECT_LE(rel_err(o.gpu, o.ref), 1e-5) << what;
-  }
-}
-
 TEST(F32Mode, Q8ActivationRoundingMatchesDefaultCpu) {
   const uint64_t seed = fresh_seed();
   std::mt19937_64 rng(seed);

@@ -230,22 +230,6 @@ TEST(Matmul, AgainstHostReference) {
   }
 }
 
-// More rows than KEEL_CUDA_GEMM_SPLIT_ROWS (default 12,288; leave it unset): cuBLAS runs the GEMM in
-// chunks of rows (2 chunks of 6,272 + 6,017 rows, 3 of 8,320 + 8,320 + 8,060), each on its own slice
-// of x and out; every row against the host reference, with and without bias, bf16 and f32 outputs.
-TEST(Matmul, RowsSplitIntoChunksAgainstHostReference) {
-  const uint64_t seed = fresh_seed();
-  std::mt19937_64 rng(seed);
-  for (DType wt : {DType::kBF16, DType::kQ8_0}) {
-    for (auto [n, k, m] : {std::tuple{12289, 64, 96}, {24700, 32, 41}}) {
-      for (DType out : {DType::kF32, DType::kBF16}) {
-        EXPECT_LE(matmul_err(rng, wt, n, k, m, out, /*with_bias=*/m % 2 == 1), 1e-2)
-            << tensor::dtype_name(wt) << " " << n << "x" << k << "x" << m << " seed " << seed;
-      }
-    }
-  }
-}
-
 // matmul_group (Q/K/V, gate/up in one launch for n <= 8): every output against the CPU backend's
 // matmul on the same bf16 inputs, and bitwise against the GPU's own single matmul (same per-row sums).
 TEST(Matmul, GroupMatchesSingleAndCpu) {

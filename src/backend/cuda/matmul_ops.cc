@@ -2,11 +2,9 @@
 // f32 mode, docs/cuda_backend.md "Precision"); the decode GEMV kernel for n <= gemv_max_tokens_ (1
 // unless KEEL_CUDA_GEMV_MAX_TOKENS says otherwise), cuBLAS GemmEx otherwise. In the f32 mode with
 // KEEL_CUDA_F32_Q8ACT=1, x is first rounded to the cpu backend's 8-bit activation grid where the weight came from a type cpu (dtype auto) dots with
-// quantized activations (q8_round.cu). cuBLAS GEMMs of more than KEEL_CUDA_GEMM_SPLIT_ROWS token rows
-// run as equal chunks of at most that many rows (gemm_chunk_rows; docs/cuda_backend.md "GEMMs").
+// quantized activations (q8_round.cu).
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_ops.h"
@@ -25,20 +23,6 @@ void launch_gemv_mode(const void* x, const GemvGroup& g, int n, int64_t k, ActTy
   } else {
     launch_gemv_group(x, g, n, k, ot, s);
   }
-}
-
-// Rows per cuBLAS call for an n-row GEMM: n when n <= the split threshold (KEEL_CUDA_GEMM_SPLIT_ROWS,
-// default 12,288, 0 = never split), else n over the fewest chunks of at most the threshold, rounded up
-// to 128 rows (the last chunk takes the rest). The default leaves keel serve's steps (8,192 prefill
-// tokens plus up to 256 decode rows) whole and splits keel_cuda_bench's 16,384-token pass in two.
-int64_t gemm_chunk_rows(int64_t n) {
-  static const int64_t split = [] {
-    const char* env = std::getenv("KEEL_CUDA_GEMM_SPLIT_ROWS");
-    return env != nullptr ? std::max<int64_t>(0, std::atoll(env)) : int64_t{12288};
-  }();
-  if (split <= 0 || n <= split) return n;
-  const int64_t chunks = (n + split - 1) / split;
-  return ((n + chunks - 1) / chunks + 127) / 128 * 128;
 }
 
 }  // namespace
@@ -95,21 +79,15 @@ void CudaBackend::matmul(const Tensor& x, const Tensor& w, const Tensor* bias, T
     return;
   }
   // Row-major out[n, m] = x[n, k] . w[m, k]^T is column-major out^T[m, n] = w^T . x. f32 operands with
-  // CUBLAS_COMPUTE_32F and the handle's default math mode are true fp32 (no TF32 tensor cores).
-  // A chunk of rows is the same GEMM on the x rows and out rows it covers (both row-major, contiguous).
+  // CUBLAS_COMPUTE_32F and the handle's default math mode are true fp32 (no TF32 tensor cores). One call
+  // for any n: cutting the 16,384-row GEMMs of keel_cuda_bench's pf pass into two of 8,192 rows gained
+  // nothing inside the model (docs/performance.md, "Session 7, second round").
   const float alpha = 1.0f, beta = 0.0f;
-  const cudaDataType in_t = f32 ? CUDA_R_32F : CUDA_R_16BF, out_t = ot == ActType::kF32 ? CUDA_R_32F : CUDA_R_16BF;
-  const size_t in_size = f32 ? 4 : 2, out_size = ot == ActType::kF32 ? 4 : 2;
-  const int64_t chunk = gemm_chunk_rows(n);
-  for (int64_t r0 = 0; r0 < n; r0 += chunk) {
-    const int64_t rows = std::min(chunk, n - r0);
-    const auto* xc = static_cast<const char*>(xin) + static_cast<size_t>(r0 * k) * in_size;
-    auto* oc = static_cast<char*>(out.data) + static_cast<size_t>(r0 * m) * out_size;
-    KEEL_CUBLAS_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(m), static_cast<int>(rows),
-                                   static_cast<int>(k), &alpha, w.data, in_t, static_cast<int>(k), xc, in_t,
-                                   static_cast<int>(k), &beta, oc, out_t, static_cast<int>(m), CUBLAS_COMPUTE_32F,
-                                   CUBLAS_GEMM_DEFAULT));
-  }
+  const cudaDataType in_t = f32 ? CUDA_R_32F : CUDA_R_16BF;
+  KEEL_CUBLAS_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(m), static_cast<int>(n),
+                                 static_cast<int>(k), &alpha, w.data, in_t, static_cast<int>(k), xin, in_t,
+                                 static_cast<int>(k), &beta, out.data, ot == ActType::kF32 ? CUDA_R_32F : CUDA_R_16BF,
+                                 static_cast<int>(m), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   if (has_bias) launch_add_bias(out.data, b, n, m, ot, stream_);
 }
 
