@@ -10,6 +10,9 @@
 // - the same GEMMs through cuBLASLt with each of its heuristic's first 16 algorithms, event-timed on
 //   buffers of their own: the first (about what cublasGemmEx picks) against the fastest, i.e. what
 //   timing the candidates once at start-up would gain.
+// - with `sustained`: one layer's seven GEMMs (q, k, v, o, gate, up, down) back to back for 100 layers
+//   at 8,192 and 16,384 rows, TFLOP/s per block of 20 layers: whether the rate falls over a pass as
+//   long as the model's (clocks under the power limit) where 20 calls of one shape do not show it.
 // Random data; mean of 20 calls back to back after 3 warm-ups (device time per call).
 #include <algorithm>
 #include <chrono>
@@ -153,9 +156,46 @@ void lt_sweep(const std::vector<float>& host) {
   LT_CHECK(cublasLtDestroy(lt));
 }
 
+// One layer's GEMMs through CudaBackend::matmul, 100 layers back to back per row count, in blocks of 20.
+void sustained(backend::Backend& gpu, std::vector<float>& host, const backend::Buffer& xin, backend::Buffer& out) {
+  using tensor::DType;
+  struct W {
+    int64_t m, k;
+  };
+  const W shapes[] = {{kD, kD}, {1024, kD}, {1024, kD}, {kD, kD}, {kFfn, kD}, {kFfn, kD}, {kD, kFfn}};
+  std::vector<backend::Buffer> ws;
+  double layer_flop_per_row = 0;
+  for (const W& s : shapes) {
+    ws.push_back(random_buffer(gpu, DType::kBF16, s.m, s.k, host, 0.05f));
+    layer_flop_per_row += 2.0 * static_cast<double>(s.m * s.k);
+  }
+  std::printf("sustained: one layer's 7 GEMMs x 100 layers back to back, TFLOP/s per block of 20 layers\n");
+  for (const int64_t n : {int64_t{8192}, kMaxN}) {
+    auto layer = [&] {
+      for (size_t i = 0; i < ws.size(); ++i) {
+        backend::Tensor xv = xin.tensor(), ov = out.tensor();
+        xv.shape = tensor::make_shape({n, shapes[i].k});
+        ov.shape = tensor::make_shape({n, shapes[i].m});
+        gpu.matmul(xv, ws[i].tensor(), nullptr, ov);
+      }
+    };
+    layer();
+    gpu.synchronize();
+    std::printf("  n %5lld:", static_cast<long long>(n));
+    for (int b = 0; b < 5; ++b) {
+      const auto t0 = Clock::now();
+      for (int l = 0; l < 20; ++l) layer();
+      gpu.synchronize();
+      const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count() / 20;
+      std::printf(" %.3f ms %5.1f |", ms, layer_flop_per_row * static_cast<double>(n) / ms / 1e9);
+    }
+    std::printf("\n");
+  }
+}
+
 }  // namespace
 
-// Usage: keel_prefill_ops_bench [lt]   (lt: the cuBLASLt sweep too)
+// Usage: keel_prefill_ops_bench [lt] [sustained]   (lt: the cuBLASLt sweep too; sustained: see above)
 int main(int argc, char** argv) {
   auto made = backend::create_backend("cuda", {.dtype = "bf16"});
   if (!made.ok()) {
@@ -214,6 +254,9 @@ int main(int argc, char** argv) {
     }
     std::printf("\n");
   }
-  if (argc > 1 && std::string(argv[1]) == "lt") lt_sweep(host);
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "sustained") sustained(gpu, host, xin, out);
+    if (std::string(argv[i]) == "lt") lt_sweep(host);
+  }
   return 0;
 }

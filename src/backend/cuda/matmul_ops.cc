@@ -8,6 +8,7 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_ops.h"
+#include "backend/cuda/profile_label.h"
 
 namespace keel::backend::cuda {
 namespace {
@@ -50,8 +51,8 @@ const void* CudaBackend::matmul_input(const Tensor& x, int block) {
 }
 
 void CudaBackend::matmul(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out) {
-  ScopedOp prof(*prof_, "matmul");
   const int64_t n = x.n_rows(), k = x.row_len(), m = w.n_rows();
+  ScopedOp prof(*prof_, profile_shapes() ? profile_label("matmul", n, m, k) : "matmul");
   const bool f32 = w.dtype == DType::kF32;
   KEEL_CHECK((x.dtype == DType::kBF16 || x.dtype == DType::kF32) && x.dtype == w.dtype,
              "matmul: x {} and w {} must both be bf16 or both f32", tensor::dtype_name(x.dtype),
@@ -78,7 +79,9 @@ void CudaBackend::matmul(const Tensor& x, const Tensor& w, const Tensor* bias, T
     return;
   }
   // Row-major out[n, m] = x[n, k] . w[m, k]^T is column-major out^T[m, n] = w^T . x. f32 operands with
-  // CUBLAS_COMPUTE_32F and the handle's default math mode are true fp32 (no TF32 tensor cores).
+  // CUBLAS_COMPUTE_32F and the handle's default math mode are true fp32 (no TF32 tensor cores). One call
+  // for any n: cutting the 16,384-row GEMMs of keel_cuda_bench's pf pass into two of 8,192 rows gained
+  // nothing inside the model (docs/performance.md, "Session 7, second round").
   const float alpha = 1.0f, beta = 0.0f;
   const cudaDataType in_t = f32 ? CUDA_R_32F : CUDA_R_16BF;
   KEEL_CUBLAS_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(m), static_cast<int>(n),
