@@ -59,7 +59,8 @@ BurstResult run_burst(Policy& p, int clients, const std::vector<int>& period, in
       for (int64_t w : costs[i]) work += w;
       c.push_back({.load = load[i], .work = work, .match = hot && holds[i] ? 90 : 0, .free_cache = 1000 - 10 * load[i]});
     }
-    Pick pick = p.pick({.n_keys = 100, .group_in_flight = hot ? hot_in_flight : 0}, c);
+    // In a burst every hot request in flight was routed moments ago: all count as recent.
+    Pick pick = p.pick({.n_keys = 100, .group_in_flight = hot ? hot_in_flight : 0, .group_recent = hot ? hot_in_flight : 0}, c);
     if (pick.index < 0) {
       ADD_FAILURE() << "no pick";
       return;
@@ -154,6 +155,26 @@ TEST(CacheAwareBurst, GroupAffinityLeavesABurstToTheCountBound) {
     EXPECT_GE(r.warm_queued, 1);  // it did act, in the ramp
     EXPECT_GT(2 * r.hot_on_holder, r.hot);
     auto fresh = make_cache_aware({.group_affinity = 3});
+    BurstResult after_ramp = run_burst(*fresh, clients, {5, 3, 2, 1}, 600, /*unchecked=*/clients);
+    if (clients >= 12) {
+      EXPECT_EQ(after_ramp.violations, 0) << after_ramp.first_violation;
+    }
+  }
+}
+
+// Cost spills (--spill-factor 2): in a burst the group's requests arrive together, so from the third
+// on the count bound decides and, once every replica holds the prefix, the equal-match set sends each
+// request to the least busy holder; the ramp may leave a holder with 3 while a replica idles.
+TEST(CacheAwareBurst, CostSpillsLeaveABurstToTheCountBound) {
+  for (int clients : {8, 12, 24, 48, 96}) {
+    SCOPED_TRACE(clients);
+    auto p = make_cache_aware({.spill_factor = 2.0});
+    BurstResult r = run_burst(*p, clients, {5, 3, 2, 1}, 600, -1, /*idle_hi=*/3, /*busy_extra=*/1);
+    EXPECT_GT(r.decisions_checked, 300);
+    EXPECT_EQ(r.violations, 0) << r.first_violation;
+    EXPECT_GT(2 * r.hot_on_holder, r.hot);
+    EXPECT_EQ(std::max_element(r.per_replica.begin(), r.per_replica.end()) - r.per_replica.begin(), 3);
+    auto fresh = make_cache_aware({.spill_factor = 2.0});
     BurstResult after_ramp = run_burst(*fresh, clients, {5, 3, 2, 1}, 600, /*unchecked=*/clients);
     if (clients >= 12) {
       EXPECT_EQ(after_ramp.violations, 0) << after_ramp.first_violation;
