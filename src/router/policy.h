@@ -83,7 +83,7 @@ struct CacheAwareConfig {
   // the request costs on the spill target a, plus a's work ahead), or h would then hold more than
   // spill_slack requests over the count cap; otherwise it spills to a, the allowed replica where it
   // would finish first (work in flight + cost). policy_cache_aware.cc has the reasoning.
-  double spill_factor = 0;
+  double spill_factor = 3;
   int64_t equal_match_tokens = 8;
   double equal_match_ratio = 0.05;
   int64_t spill_slack = 12;

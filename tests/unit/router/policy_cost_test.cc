@@ -24,8 +24,9 @@ const int64_t kWarm = kDefaults.cost(kKeys, kShared, 1);  // 31
 CacheAwareConfig cost_mode(double factor = 2.0) { return {.spill_factor = factor}; }
 RouteRequest request(int64_t group_recent = 0) { return {.n_keys = kKeys, .group_recent = group_recent}; }
 
-TEST(CacheAwareCost, OffByDefaultAndValidated) {
-  EXPECT_EQ(kDefaults.spill_factor, 0.0);
+TEST(CacheAwareCost, OnByDefaultAndValidated) {
+  EXPECT_EQ(kDefaults.spill_factor, 3.0);  // the default since Session 7 (docs/router.md says why)
+  EXPECT_TRUE(make_policy("cache_aware", CacheAwareConfig{.spill_factor = 0}).ok());  // the count bound's rules
   EXPECT_TRUE(make_policy("cache_aware", cost_mode()).ok());
   EXPECT_FALSE(make_policy("cache_aware", CacheAwareConfig{.spill_factor = -1}).ok());
   EXPECT_FALSE(make_policy("cache_aware", CacheAwareConfig{.equal_match_tokens = -1}).ok());
@@ -41,7 +42,7 @@ TEST(CacheAwareCost, EqualHoldersTakeTurnsByWorkNotByAToken) {
   // work in flight; both are within the count bound (2 while replica 2 idles).
   std::vector<CandidateView> c = {{.load = 1, .work = 2 * kWarm, .match = kShared + 1},
                                   {.load = 1, .work = kWarm, .match = kShared}, {}};
-  Pick by_match = make_cache_aware({})->pick(request(), c);
+  Pick by_match = make_cache_aware({.spill_factor = 0})->pick(request(), c);
   EXPECT_EQ(by_match.index, 0);  // the count bound alone: the longer match while within the cap
   Pick equal = make_cache_aware(cost_mode())->pick(request(), c);
   EXPECT_EQ(equal.index, 1);
@@ -67,7 +68,7 @@ TEST(CacheAwareCost, AHolderPrefillingTheGroupKeepsItsFollowersUnlessTheSpillIsC
   // Replica 0 prefills the group's prefix and holds one follower; the others are idle and hold
   // nothing; the count bound (2 while a replica is idle) refuses replica 0.
   std::vector<CandidateView> c = {{.load = 2, .work = kCold + kWarm, .match = kShared}, {}, {}, {}};
-  Pick by_count = make_cache_aware({})->pick(request(), c);
+  Pick by_count = make_cache_aware({.spill_factor = 0})->pick(request(), c);
   EXPECT_NE(by_count.index, 0);
   EXPECT_EQ(by_count.decision, Decision::kImbalance);
   // Work ahead 189 against the spill's extra 127 tokens on an idle replica: F = 2 (254) queues it ...

@@ -127,8 +127,8 @@ Totals over_seeds(const CacheAwareConfig& cfg, const char* name, double load = 0
 TEST(CacheAwareSim, CostSpillsMakeFewerColdPrefillsThanTheCountBoundOrGroupAffinity) {
   for (double load : {0.5, 0.8}) {
     SCOPED_TRACE(load);
-    Totals count_bound = over_seeds({}, "count bound", load);
-    Totals affinity = over_seeds({.group_affinity = 3}, "group affinity 3", load);
+    Totals count_bound = over_seeds({.spill_factor = 0}, "count bound", load);
+    Totals affinity = over_seeds({.group_affinity = 3, .spill_factor = 0}, "group affinity 3", load);
     Totals by_cost = over_seeds({.spill_factor = 3.0}, "cost spill F=3", load);
     Totals never = over_seeds({.spill_factor = 1e6, .spill_slack = 1000, .burst_window_ms = 0}, "never spill", load);
     EXPECT_LT(by_cost.cold, count_bound.cold);
