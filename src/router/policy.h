@@ -74,7 +74,8 @@ struct CacheAwareConfig {
   // one would be at most the N-th), its request goes to the best-matching replica whatever the count
   // bound, as peer routers do; from the N+1-th on (a burst of one prefix) the bound applies as usual.
   int64_t group_affinity = 0;
-  // Equal-match set and cost spills (spill_factor = F > 0 turns them on; 0 = the rules above). Replicas
+  // Equal-match set and cost spills (spill_factor = F > 0, the default; 0 = the count bound with the
+  // idle cap, work rule and group affinity above, which are consulted only then). Replicas
   // whose uncached tokens for the request are within max(equal_match_tokens, equal_match_ratio x prompt
   // tokens) of the best are equivalent holders; the one with the least work in flight (then requests)
   // among those the count bound allows takes it. When the count bound allows none of them, the least

@@ -48,8 +48,8 @@
 // first N requests, and from then on the bound decides: with N = 3 a burst of 12 on 4 idle replicas
 // ends at 3 each. A request without a useful match still goes to the most free cache within the bound.
 //
-// Equal-match set and cost spills (spill_factor = F > 0; then neither rule above is consulted for a
-// request with a useful match). Two facts drive it. (1) Replicas that hold a prompt's prefix are
+// Equal-match set and cost spills (spill_factor = F > 0, the default F = 3; then none of the rules
+// above but the count bound itself is consulted for a request with a useful match). Two facts drive it. (1) Replicas that hold a prompt's prefix are
 // interchangeable when their matches differ by a token or two (a burst's "Hot 1?" and "Hot 13?" differ
 // in a digit token): the best-match-then-load order gave the replica with one more token the request
 // up to the cap; the equal-match set (uncached tokens within max(equal_match_tokens, equal_match_ratio
