@@ -4,6 +4,8 @@
 // pick() may run concurrently on every io thread.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -42,6 +44,22 @@ inline constexpr int kNumDecisions = 8;
 inline constexpr int64_t kGroupTokens = 32;
 // Most recent routing times kept per group for RouteRequest::group_recent (bounds burst_arrivals).
 inline constexpr int64_t kMaxBurstArrivals = 16;
+
+// The newest kMaxBurstArrivals routing times (ms, monotonic) of one prompt group.
+class RecentArrivals {
+ public:
+  void add(int64_t now_ms) { ms_[static_cast<size_t>(n_++ % kMaxBurstArrivals)] = now_ms; }
+  // How many of the kept times are at or after since_ms.
+  int64_t since(int64_t since_ms) const {
+    int64_t k = 0;
+    for (int64_t i = 0; i < std::min<int64_t>(n_, kMaxBurstArrivals); ++i) k += ms_[static_cast<size_t>(i)] >= since_ms;
+    return k;
+  }
+
+ private:
+  std::array<int64_t, kMaxBurstArrivals> ms_{};
+  int64_t n_ = 0;
+};
 
 struct Pick {
   int32_t index = -1;  // into the candidates; -1 only when there were none

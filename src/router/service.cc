@@ -289,15 +289,13 @@ int64_t RouterService::group_in_flight_locked(uint64_t group) const {
 int64_t RouterService::group_recent_locked(uint64_t group, int64_t since_ms) const {
   auto it = groups_.find(group);
   if (it == groups_.end()) return 0;
-  const GroupState& g = it->second;
-  const int64_t kept = std::min<int64_t>(g.n_routed, kMaxBurstArrivals);
-  return std::count_if(g.routed_ms.begin(), g.routed_ms.begin() + kept, [&](int64_t t) { return t >= since_ms; });
+  return it->second.routed.since(since_ms);
 }
 
 void RouterService::add_group_locked(uint64_t group, int64_t now_ms) {
   GroupState& g = groups_[group];
   ++g.in_flight;
-  g.routed_ms[static_cast<size_t>(g.n_routed++ % kMaxBurstArrivals)] = now_ms;
+  g.routed.add(now_ms);
   group_requests_.fetch_add(1, std::memory_order_relaxed);
 }
 

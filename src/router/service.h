@@ -7,7 +7,6 @@
 // start(); ...; stop() (before the front end whose io_context was shared is destroyed).
 #pragma once
 
-#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -139,8 +138,7 @@ class RouterService {
   std::mutex decision_mu_;
   struct GroupState {
     int64_t in_flight = 0;
-    std::array<int64_t, kMaxBurstArrivals> routed_ms{};  // ring of the newest routing times
-    int64_t n_routed = 0;
+    RecentArrivals routed;
   };
   std::unordered_map<uint64_t, GroupState> groups_;  // guarded by decision_mu_; no entries with 0 in flight
   std::atomic<int64_t> group_requests_{0};                  // their sum, for /metrics

@@ -37,6 +37,19 @@ TEST(CacheAwareCost, OnByDefaultAndValidated) {
   EXPECT_FALSE(make_policy("cache_aware", CacheAwareConfig{.burst_arrivals = kMaxBurstArrivals + 1}).ok());
 }
 
+TEST(CacheAwareCost, RecentArrivalsCountsTheNewestTimesInAWindow) {
+  RecentArrivals r;
+  EXPECT_EQ(r.since(0), 0);
+  for (int64_t t : {100, 150, 190, 200}) r.add(t);
+  EXPECT_EQ(r.since(100), 4);  // the window's start is inside it
+  EXPECT_EQ(r.since(101), 3);
+  EXPECT_EQ(r.since(201), 0);
+  // Only the newest kMaxBurstArrivals are kept: older ones drop out, the count saturates.
+  for (int64_t k = 0; k < kMaxBurstArrivals; ++k) r.add(1000 + k);
+  EXPECT_EQ(r.since(0), kMaxBurstArrivals);
+  EXPECT_EQ(r.since(1000 + kMaxBurstArrivals - 2), 2);
+}
+
 TEST(CacheAwareCost, EqualHoldersTakeTurnsByWorkNotByAToken) {
   // Replica 0 served "Hot 1?" and matches "Hot 13?" one token further than replica 1, but has more
   // work in flight; both are within the count bound (2 while replica 2 idles).
