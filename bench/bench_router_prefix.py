@@ -5,8 +5,9 @@ and throughput per routing policy, in one run. The hit rate is the replicas' own
 flushed (POST /flush_cache) before each policy. Requests are non-streamed with max_tokens=1, so the
 client-side latency is time to first token plus one HTTP round trip.
 
-Policies: cache_aware with the exact index (--model), the same with --group-affinity 3, cache_aware
-with character keys, round_robin, random, plus any --variant. With --sglang-router PYTHON (a python
+Policies: cache_aware with the exact index (--model; its default since Session 7 is the equal-match set
+with cost spills, --spill-factor 3), the same with the count bound alone (--spill-factor 0) and with
+group affinity (--spill-factor 0 --group-affinity 3), cache_aware with character keys, round_robin, random, plus any --variant. With --sglang-router PYTHON (a python
 with sglang-router==0.3.2), sglang-router's cache_aware policy
 runs over the same replicas (its defaults). It publishes no per-replica in-flight count, so its burst
 samples come from the replicas' own queued + running gauges; --replica-view samples every policy that
@@ -380,7 +381,9 @@ def main():
                 raise SystemExit("--arrivals poisson needs --rate or --load")
             times = arrival_times(len(reqs), rate, seed=1)
         configs = [("cache_aware exact (--model)", ["--model", args.model]),
-                   ("cache_aware group affinity 3 (--model)", ["--model", args.model, "--group-affinity", "3"]),
+                   ("cache_aware count bound (--model)", ["--model", args.model, "--spill-factor", "0"]),
+                   ("cache_aware group affinity 3 (--model)",
+                    ["--model", args.model, "--spill-factor", "0", "--group-affinity", "3"]),
                    ("cache_aware approximate (char keys)", []),
                    ("round_robin", ["--policy", "round_robin"]),
                    ("random", ["--policy", "random"])]

@@ -160,6 +160,12 @@ void register_router(CLI::App& app) {
   cmd->add_option("--balance-work-slack", a->router.cache_aware.balance_work_slack, "Requests a prefix holder may hold beyond the count bound when a spill would repeat its prefill (0 = work rule off)")->capture_default_str();
   cmd->add_option("--balance-abs-work", a->router.cache_aware.balance_abs_work, "Tokens a work-rule pick may finish later than the earliest allowed one")->capture_default_str();
   cmd->add_option("--group-affinity", a->router.cache_aware.group_affinity, "A prompt group with fewer requests than this in flight goes to its best match whatever the count bound (0 = off)")->capture_default_str();
+  cmd->add_option("--spill-factor", a->router.cache_aware.spill_factor, "Equal-match set and cost spills: a holder over the count bound spills only when its work ahead exceeds this x (the spill's extra prefill + the target's work ahead); 0 = the count bound with --balance-idle-cap, --balance-work-slack and --group-affinity")->capture_default_str();
+  cmd->add_option("--equal-match-tokens", a->router.cache_aware.equal_match_tokens, "Holders whose uncached tokens are within this many of the best are equal (--spill-factor)")->capture_default_str();
+  cmd->add_option("--equal-match-ratio", a->router.cache_aware.equal_match_ratio, "... or within this share of the prompt, if more (--spill-factor)")->capture_default_str();
+  cmd->add_option("--spill-slack", a->router.cache_aware.spill_slack, "Most requests a holder may queue over the count cap instead of spilling (--spill-factor)")->capture_default_str();
+  cmd->add_option("--burst-window-ms", a->router.cache_aware.burst_window_ms, "A request with --burst-arrivals of its group routed within this window is a burst: the count bound decides (--spill-factor)")->capture_default_str();
+  cmd->add_option("--burst-arrivals", a->router.cache_aware.burst_arrivals, "See --burst-window-ms")->capture_default_str();
   cmd->add_option("--min-match-ratio", a->router.cache_aware.min_match_ratio, "Matched share of the prompt that counts")->capture_default_str();
   cmd->add_option("--region-penalty", a->router.cache_aware.remote_penalty, "Load added to other regions' replicas")->capture_default_str();
   cmd->add_option("--region-header", a->router.region_header, "Header naming the request's region")->capture_default_str();

@@ -32,6 +32,19 @@ Status CacheAwareConfig::validate() const {
   if (balance_abs_work < 0) return make_error(ErrorCode::kInvalidArgument, "balance-abs-work must be >= 0");
   if (balance_work_slack < 0) return make_error(ErrorCode::kInvalidArgument, "balance-work-slack must be >= 0");
   if (group_affinity < 0) return make_error(ErrorCode::kInvalidArgument, "group-affinity must be >= 0");
+  if (!(spill_factor >= 0.0 && spill_factor <= 1e6)) {
+    return make_error(ErrorCode::kInvalidArgument, "spill-factor must be in [0, 1e6], got {}", spill_factor);
+  }
+  if (equal_match_tokens < 0) return make_error(ErrorCode::kInvalidArgument, "equal-match-tokens must be >= 0");
+  if (!(equal_match_ratio >= 0.0 && equal_match_ratio <= 1.0)) {
+    return make_error(ErrorCode::kInvalidArgument, "equal-match-ratio must be in [0, 1], got {}", equal_match_ratio);
+  }
+  if (spill_slack < 0) return make_error(ErrorCode::kInvalidArgument, "spill-slack must be >= 0");
+  if (burst_window_ms < 0) return make_error(ErrorCode::kInvalidArgument, "burst-window-ms must be >= 0");
+  if (burst_arrivals < 1 || burst_arrivals > kMaxBurstArrivals) {
+    return make_error(ErrorCode::kInvalidArgument, "burst-arrivals must be in [1, {}], got {}", kMaxBurstArrivals,
+                      burst_arrivals);
+  }
   return {};
 }
 

@@ -4,6 +4,8 @@
 // pick() may run concurrently on every io thread.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -26,10 +28,12 @@ struct RouteRequest {
   int64_t n_keys = 0;  // prefix keys of the prompt (tokens or character blocks)
   int64_t tokens_per_key = 1;  // tokens one key stands for (1 for token keys, estimated for character blocks)
   int64_t group_in_flight = 0;  // requests of this prompt's group (its first kGroupTokens) in flight, before it
+  int64_t group_recent = 0;     // requests of this prompt's group routed in the last burst_window_ms, before it
   uint64_t random = 0; // fresh random bits for this decision
 };
 
-// kWarmQueue: the best match was over the request-count bound and took the request by the work rule.
+// kWarmQueue: the best match was over the request-count bound and took the request by the work rule
+// (or, with spill_factor > 0, because a spill would cost more than queueing there).
 // kGroupAffinity: it was over the bound and took it because its prompt group has few requests in flight.
 enum class Decision { kRoundRobin, kRandom, kPowerOfTwo, kCacheHit, kImbalance, kFreeCache, kWarmQueue, kGroupAffinity };
 std::string_view decision_name(Decision d);
@@ -38,6 +42,24 @@ inline constexpr int kNumDecisions = 8;
 // A prompt's group: the prefix key covering its first kGroupTokens tokens (the start of a shared system
 // prompt), used to count a group's requests in flight for CacheAwareConfig::group_affinity.
 inline constexpr int64_t kGroupTokens = 32;
+// Most recent routing times kept per group for RouteRequest::group_recent (bounds burst_arrivals).
+inline constexpr int64_t kMaxBurstArrivals = 16;
+
+// The newest kMaxBurstArrivals routing times (ms, monotonic) of one prompt group.
+class RecentArrivals {
+ public:
+  void add(int64_t now_ms) { ms_[static_cast<size_t>(n_++ % kMaxBurstArrivals)] = now_ms; }
+  // How many of the kept times are at or after since_ms.
+  int64_t since(int64_t since_ms) const {
+    int64_t k = 0;
+    for (int64_t i = 0; i < std::min<int64_t>(n_, kMaxBurstArrivals); ++i) k += ms_[static_cast<size_t>(i)] >= since_ms;
+    return k;
+  }
+
+ private:
+  std::array<int64_t, kMaxBurstArrivals> ms_{};
+  int64_t n_ = 0;
+};
 
 struct Pick {
   int32_t index = -1;  // into the candidates; -1 only when there were none
@@ -70,6 +92,22 @@ struct CacheAwareConfig {
   // one would be at most the N-th), its request goes to the best-matching replica whatever the count
   // bound, as peer routers do; from the N+1-th on (a burst of one prefix) the bound applies as usual.
   int64_t group_affinity = 0;
+  // Equal-match set and cost spills (spill_factor = F > 0, the default; 0 = the count bound with the
+  // idle cap, work rule and group affinity above, which are consulted only then). Replicas
+  // whose uncached tokens for the request are within max(equal_match_tokens, equal_match_ratio x prompt
+  // tokens) of the best are equivalent holders; the one with the least work in flight (then requests)
+  // among those the count bound allows takes it. When the count bound allows none of them, the least
+  // busy holder h still takes it unless the request is part of a burst (at least burst_arrivals of its
+  // group routed in the last burst_window_ms) or h's work ahead exceeds F x (the extra uncached work
+  // the request costs on the spill target a, plus a's work ahead), or h would then hold more than
+  // spill_slack requests over the count cap; otherwise it spills to a, the allowed replica where it
+  // would finish first (work in flight + cost). policy_cache_aware.cc has the reasoning.
+  double spill_factor = 3;
+  int64_t equal_match_tokens = 8;
+  double equal_match_ratio = 0.05;
+  int64_t spill_slack = 12;
+  int64_t burst_window_ms = 100;
+  int64_t burst_arrivals = 3;
 
   Status validate() const;
   // Cost (tokens) of a request of n_keys keys on a replica holding `match` of them.

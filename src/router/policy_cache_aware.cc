@@ -47,9 +47,32 @@
 // load queue on their holder, as with peer routers. A burst of one prefix has N in flight after its
 // first N requests, and from then on the bound decides: with N = 3 a burst of 12 on 4 idle replicas
 // ends at 3 each. A request without a useful match still goes to the most free cache within the bound.
+//
+// Equal-match set and cost spills (spill_factor = F > 0, the default F = 3; then none of the rules
+// above but the count bound itself is consulted for a request with a useful match). Two facts drive it. (1) Replicas that hold a prompt's prefix are
+// interchangeable when their matches differ by a token or two (a burst's "Hot 1?" and "Hot 13?" differ
+// in a digit token): the best-match-then-load order gave the replica with one more token the request
+// up to the cap; the equal-match set (uncached tokens within max(equal_match_tokens, equal_match_ratio
+// x prompt) of the best) takes the least busy holder (work in flight, then requests) that the count
+// bound allows, so a burst over replicas that all hold the prefix spreads as evenly as the bound alone.
+// (2) When the count bound allows no holder, a spill is a cold prefill, ~23 warm requests of time on
+// the test bed: worth it only when the least busy holder h is so busy that waiting there costs more.
+// In work units: spill iff  work(h) > F x (cost(a) - cost(h) + work(a)),  a = the allowed replica where
+// the request would finish first. F = 1 is "spill when it finishes earlier elsewhere"; F > 1 also
+// charges the spill for the copy's prefill, which the fleet pays in capacity (and which starts the
+// next spills: Session 5 in docs/performance.md). Guards, so that affinity cannot starve balance:
+//   - burst: a request with burst_arrivals or more of its group routed in the last burst_window_ms is
+//     part of a burst, and the count bound alone decides (a burst of 12 from idle ends 3 each; a
+//     Poisson group's followers, which trickle in while the holder prefills, may queue there);
+//   - spill_slack: h holds at most that many requests over the count cap;
+//   - the cost test itself: h's queue grows by every request it takes, so a hot prefix held by one
+//     replica spills once h's work passes F x (the extra prefill + a's work); a's copy then makes a an
+//     equal holder, and the least busy holder takes the next request (CacheAwareCost.*).
 #include <algorithm>
 #include <atomic>
 #include <limits>
+#include <optional>
+#include <vector>
 
 #include "router/policy.h"
 
@@ -103,6 +126,15 @@ class CacheAware final : public Policy {
     // more than the cap, or remote-only headroom), the least loaded candidates are the only ones that
     // move toward it.
     auto within_bound = [&](const CandidateView& v) { return any ? keeps_bound(v) : effective_load(v) == min_eff; };
+    if (config_.spill_factor > 0) {
+      std::vector<char> within(c.size());
+      for (size_t i = 0; i < c.size(); ++i) within[i] = within_bound(c[i]);
+      auto holder_room = [&](const CandidateView& v) {
+        const int64_t lo_after = v.load == lo && n_lo == 1 ? std::min(lo + 1, second) : lo;
+        return cap(lo_after) + config_.spill_slack - v.load;
+      };
+      if (auto p = by_cost(req, c, within, in_scope, holder_room)) return *p;
+    }
     // Work rule: the cheapest cost and the earliest finish among the candidates the count bound allows.
     auto cost = [&](const CandidateView& v) { return config_.cost(req.n_keys, v.match, req.tokens_per_key); };
     int64_t ok_cost = std::numeric_limits<int64_t>::max(), ok_finish = std::numeric_limits<int64_t>::max();
@@ -152,6 +184,67 @@ class CacheAware final : public Policy {
   }
 
  private:
+  // Equal-match set and cost spill (spill_factor > 0; see the file comment). `within[i]`: the count
+  // bound allows candidate i; holder_room(v): requests v may still take before spill_slack over the
+  // count cap is used up. nullopt when no candidate holds a useful match (the free-cache pick decides).
+  template <typename InScope, typename Room>
+  std::optional<Pick> by_cost(const RouteRequest& req, std::span<const CandidateView> c, const std::vector<char>& within,
+                              InScope in_scope, Room holder_room) {
+    int64_t best_match = 0;
+    for (const auto& v : c) best_match = std::max(best_match, v.match);
+    const auto n_keys = std::max<int64_t>(req.n_keys, 1);
+    if (best_match == 0 || static_cast<double>(best_match) < config_.min_match_ratio * static_cast<double>(n_keys)) {
+      return std::nullopt;
+    }
+    auto cost = [&](const CandidateView& v) { return config_.cost(req.n_keys, v.match, req.tokens_per_key); };
+    const int64_t best_cost = config_.cost(req.n_keys, best_match, req.tokens_per_key);
+    const auto tolerance = std::max(
+        config_.equal_match_tokens,
+        static_cast<int64_t>(config_.equal_match_ratio * static_cast<double>(n_keys * std::max<int64_t>(req.tokens_per_key, 1))));
+    auto equal = [&](const CandidateView& v) { return v.match > 0 && cost(v) - best_cost <= tolerance; };
+    // Least busy first: work in flight, then requests (with the region penalty), then the longer match.
+    auto less_busy = [&](const CandidateView& a, const CandidateView& b) {
+      if (a.work != b.work) return a.work < b.work;
+      if (effective_load(a) != effective_load(b)) return effective_load(a) < effective_load(b);
+      return a.match > b.match;
+    };
+    int32_t holder_in = -1, holder = -1;  // least busy equal holder the bound allows; least busy in scope
+    for (size_t i = 0; i < c.size(); ++i) {
+      if (!equal(c[i])) continue;
+      const auto idx = static_cast<int32_t>(i);
+      if (within[i] && (holder_in < 0 || less_busy(c[i], c[static_cast<size_t>(holder_in)]))) holder_in = idx;
+      if (in_scope(c[i]) && (holder < 0 || less_busy(c[i], c[static_cast<size_t>(holder)]))) holder = idx;
+    }
+    if (holder_in >= 0) return Pick{.index = holder_in, .decision = Decision::kCacheHit};
+    // The spill target: the allowed replica where the request would finish first (its work in flight
+    // plus its cost there); ties: the longer match, more free cache, then turns.
+    int32_t target = -1;
+    const size_t start = turn_.fetch_add(1, std::memory_order_relaxed) % c.size();
+    for (size_t k = 0; k < c.size(); ++k) {
+      const size_t i = (start + k) % c.size();
+      if (!within[i]) continue;
+      if (target < 0) {
+        target = static_cast<int32_t>(i);
+        continue;
+      }
+      const CandidateView& t = c[static_cast<size_t>(target)];
+      const int64_t fi = c[i].work + cost(c[i]), ft = t.work + cost(t);
+      if (fi != ft ? fi < ft : c[i].match != t.match ? c[i].match > t.match : more_room(c[i], t)) {
+        target = static_cast<int32_t>(i);
+      }
+    }
+    const bool burst = req.group_recent >= config_.burst_arrivals;
+    if (holder >= 0 && !burst) {
+      const CandidateView& h = c[static_cast<size_t>(holder)];
+      const CandidateView& a = c[static_cast<size_t>(target)];
+      const double spill_work = static_cast<double>(cost(a) - cost(h) + a.work);
+      if (static_cast<double>(h.work) <= config_.spill_factor * spill_work && holder_room(h) >= 1) {
+        return Pick{.index = holder, .decision = Decision::kWarmQueue};
+      }
+    }
+    return Pick{.index = target, .decision = Decision::kImbalance};  // no equal holder is allowed: a spill
+  }
+
   // Most in-flight any replica may hold when the least busy holds `lo`.
   int64_t cap(int64_t lo) const {
     const auto rel = static_cast<int64_t>(config_.balance_rel_threshold * static_cast<double>(lo));

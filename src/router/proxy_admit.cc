@@ -151,8 +151,11 @@ ReplicaPtr ProxyRequest::choose() {
   }
   const auto n_keys = static_cast<int64_t>(keys_->size());
   const int64_t group_in_flight = has_group_ ? svc_.group_in_flight_locked(group_) : 0;
+  const int64_t group_recent =
+      has_group_ ? svc_.group_recent_locked(group_, now_ms - svc_.config().cache_aware.burst_window_ms) : 0;
   Pick pick = svc_.policy().pick(RouteRequest{.n_keys = n_keys, .tokens_per_key = slots_per_key_,
-                                              .group_in_flight = group_in_flight, .random = random_u64()},
+                                              .group_in_flight = group_in_flight, .group_recent = group_recent,
+                                              .random = random_u64()},
                                  views);
   if (pick.index < 0) return nullptr;
   ReplicaPtr chosen = *cands[static_cast<size_t>(pick.index)];
@@ -160,7 +163,7 @@ ReplicaPtr ProxyRequest::choose() {
   work_ = svc_.config().cache_aware.cost(n_keys, views[static_cast<size_t>(pick.index)].match, slots_per_key_);
   chosen->work.fetch_add(work_, std::memory_order_relaxed);  // taken off in release_replica
   if (has_group_) {
-    svc_.add_group_locked(group_);  // taken off in release_replica
+    svc_.add_group_locked(group_, now_ms);  // taken off in release_replica
     group_counted_ = true;
   }
   chosen->breaker.allow(now_ms);  // takes the half-open probe slot when probing

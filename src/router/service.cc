@@ -282,20 +282,28 @@ std::string RouterService::render_replica_metrics() {
 }
 
 int64_t RouterService::group_in_flight_locked(uint64_t group) const {
-  auto it = group_in_flight_.find(group);
-  return it == group_in_flight_.end() ? 0 : it->second;
+  auto it = groups_.find(group);
+  return it == groups_.end() ? 0 : it->second.in_flight;
 }
 
-void RouterService::add_group_locked(uint64_t group) {
-  ++group_in_flight_[group];
+int64_t RouterService::group_recent_locked(uint64_t group, int64_t since_ms) const {
+  auto it = groups_.find(group);
+  if (it == groups_.end()) return 0;
+  return it->second.routed.since(since_ms);
+}
+
+void RouterService::add_group_locked(uint64_t group, int64_t now_ms) {
+  GroupState& g = groups_[group];
+  ++g.in_flight;
+  g.routed.add(now_ms);
   group_requests_.fetch_add(1, std::memory_order_relaxed);
 }
 
 void RouterService::remove_group(uint64_t group) {
   std::lock_guard lock(decision_mu_);
-  auto it = group_in_flight_.find(group);
-  if (it == group_in_flight_.end()) return;
-  if (--it->second == 0) group_in_flight_.erase(it);
+  auto it = groups_.find(group);
+  if (it == groups_.end()) return;
+  if (--it->second.in_flight == 0) groups_.erase(it);
   group_requests_.fetch_sub(1, std::memory_order_relaxed);
 }
 

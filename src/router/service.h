@@ -105,9 +105,12 @@ class RouterService {
   // Held from reading the candidates' loads to counting the chosen replica's new request.
   std::mutex& decision_mutex() { return decision_mu_; }
   // Requests in flight per prompt group (policy.h, kGroupTokens): read and added under
-  // decision_mutex() with the decision, taken off by remove_group (which takes it).
+  // decision_mutex() with the decision, taken off by remove_group (which takes it). group_recent_locked:
+  // the group's requests routed at or after since_ms (of the newest kMaxBurstArrivals; a group's history
+  // ends when its last request in flight does).
   int64_t group_in_flight_locked(uint64_t group) const;
-  void add_group_locked(uint64_t group);
+  int64_t group_recent_locked(uint64_t group, int64_t since_ms) const;
+  void add_group_locked(uint64_t group, int64_t now_ms);
   void remove_group(uint64_t group);
   int64_t group_requests() const { return group_requests_.load(std::memory_order_relaxed); }
   server::Histogram& latency_seconds(Replica& r);
@@ -133,7 +136,11 @@ class RouterService {
   server::Histogram* decision_s_ = nullptr;
   std::atomic<int64_t> decisions_[kNumDecisions] = {};
   std::mutex decision_mu_;
-  std::unordered_map<uint64_t, int64_t> group_in_flight_;  // guarded by decision_mu_; no zero entries
+  struct GroupState {
+    int64_t in_flight = 0;
+    RecentArrivals routed;
+  };
+  std::unordered_map<uint64_t, GroupState> groups_;  // guarded by decision_mu_; no entries with 0 in flight
   std::atomic<int64_t> group_requests_{0};                  // their sum, for /metrics
   std::mutex persist_mu_;
   std::atomic<bool> stopping_{false};

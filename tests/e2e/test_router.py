@@ -306,15 +306,19 @@ def test_region_header_prefers_local_replicas(keel_bin, replicas):
 
 
 def test_idle_cap_keeps_a_third_request_on_the_prefix_holder(keel_bin, model_path, replicas):
-    """Three concurrent requests of one cached prefix while the fleet is idle: with the default bound
-    the holder takes two and the third goes to a replica without the prefix (the replica reports it
-    uncached); with --balance-idle-cap 3, --group-affinity 3 (three of the group in flight at most)
-    or --balance-work-slack 1 (the spill would repeat the prefix's prefill) all three stay on the
+    """Three concurrent requests of one cached prefix while the fleet is idle: with the count bound
+    alone (--spill-factor 0) the holder takes two and the third goes to a replica without the prefix
+    (the replica reports it uncached); by default (cost spills: two of the group routed just before
+    is no burst, and queueing costs less than a copy), and with --spill-factor 0 plus
+    --balance-idle-cap 3, --group-affinity 3 (three of the group in flight at most) or
+    --balance-work-slack 1 (the spill would repeat the prefix's prefill), all three stay on the
     holder and the replicas report hits."""
     urls = replicas[0]
-    for tag, extra, on_holder in (("default", (), 2), ("idle cap", ("--balance-idle-cap", "3"), 3),
-                                  ("group affinity", ("--group-affinity", "3"), 3),
-                                  ("work rule", ("--balance-work-slack", "1"), 3)):
+    count = ("--spill-factor", "0")
+    for tag, extra, on_holder in (("count bound", count, 2), ("default", (), 3),
+                                  ("idle cap", (*count, "--balance-idle-cap", "3"), 3),
+                                  ("group affinity", (*count, "--group-affinity", "3"), 3),
+                                  ("work rule", (*count, "--balance-work-slack", "1"), 3)):
         base, proc = start_router(keel_bin, urls, *extra, model_path=model_path)
         try:
             c = client_for(base)

@@ -91,7 +91,8 @@ TEST(CacheAware, SequentialNewPrefixesOnEquallyFreeReplicasSpread) {
 }
 
 TEST(CacheAware, ImbalanceBeyondBothThresholdsFallsBackToLeastLoaded) {
-  auto p = make_cache_aware({.balance_abs_threshold = 4, .balance_rel_threshold = 1.5});
+  // The count bound's own margins (--spill-factor 0): the default's cost spill would queue the far case.
+  auto p = make_cache_aware({.balance_abs_threshold = 4, .balance_rel_threshold = 1.5, .spill_factor = 0});
   // Within the absolute margin: affinity wins.
   std::vector<CandidateView> close = {{.load = 4, .match = 50}, {.load = 0, .match = 0}};
   EXPECT_EQ(p->pick({.n_keys = 50}, close).index, 0);
@@ -110,7 +111,9 @@ TEST(CacheAware, ImbalanceBeyondBothThresholdsFallsBackToLeastLoaded) {
 // matches recorded the way the router records them. Affinity alone would send all 200 to replica 0;
 // the thresholds must spread them so the busiest never exceeds the least busy by both margins.
 TEST(CacheAware, HotPrefixDoesNotStarveBalance) {
-  CacheAwareConfig cfg{.balance_abs_threshold = 3, .balance_rel_threshold = 1.5};
+  // The count bound alone (--spill-factor 0); the default's version of this case, where arrivals that
+  // are not a burst may queue on the holder until a copy is cheaper, is CacheAwareCost.AHotPrefix*.
+  CacheAwareConfig cfg{.balance_abs_threshold = 3, .balance_rel_threshold = 1.5, .spill_factor = 0};
   auto p = make_cache_aware(cfg);
   const int n = 4;
   std::vector<int64_t> load(n, 0);

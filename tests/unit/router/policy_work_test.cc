@@ -2,6 +2,8 @@
 // request-count bound would spill cold, up to --balance-work-slack requests over the bound and while
 // the follower still finishes about as early as it would cold elsewhere; a holder with many requests
 // still spills; with equal or nearly equal costs everywhere it is exactly the count bound.
+// Every policy here runs with --spill-factor 0: the rule is consulted only then (the default's
+// equal-match set and cost spill replace it; docs/router.md).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -42,10 +44,10 @@ TEST(CacheAwareWork, AHolderBusyWithOneColdPrefillTakesTheWarmFollowers) {
   // Replica 0 prefills the group's prefix (one cold request) and already took one warm follower (the
   // count bound allows two while a replica is idle); the others are idle and hold nothing.
   std::vector<CandidateView> c = {{.load = 2, .work = kCold + kWarm, .match = kShared}, {}, {}, {}};
-  Pick by_count = make_cache_aware({.balance_work_slack = 0})->pick(request(), c);
+  Pick by_count = make_cache_aware({.balance_work_slack = 0, .spill_factor = 0})->pick(request(), c);
   EXPECT_NE(by_count.index, 0);  // the count bound alone spills it: a second cold prefill
   EXPECT_EQ(by_count.decision, Decision::kImbalance);
-  Pick by_work = make_cache_aware({.balance_work_slack = 1})->pick(request(), c);
+  Pick by_work = make_cache_aware({.balance_work_slack = 1, .spill_factor = 0})->pick(request(), c);
   EXPECT_EQ(by_work.index, 0);
   EXPECT_EQ(by_work.decision, Decision::kWarmQueue);
   // Also when every replica is busy (the count bound's cap is then 2 at a least load of 1).
@@ -53,12 +55,12 @@ TEST(CacheAwareWork, AHolderBusyWithOneColdPrefillTakesTheWarmFollowers) {
                                      {.load = 1, .work = kWarm},
                                      {.load = 1, .work = kWarm},
                                      {.load = 1, .work = kWarm}};
-  EXPECT_NE(make_cache_aware({.balance_work_slack = 0})->pick(request(), busy).index, 0);
-  EXPECT_EQ(make_cache_aware({.balance_work_slack = 1})->pick(request(), busy).index, 0);
+  EXPECT_NE(make_cache_aware({.balance_work_slack = 0, .spill_factor = 0})->pick(request(), busy).index, 0);
+  EXPECT_EQ(make_cache_aware({.balance_work_slack = 1, .spill_factor = 0})->pick(request(), busy).index, 0);
   // More slack (and a finish limit that allows it), more followers: with 3 it holds the prefill and
   // four followers, then spills.
   std::vector<CandidateView> more = {{.load = 4, .work = kCold + 3 * kWarm, .match = kShared}, {}, {}, {}};
-  auto slack3 = make_cache_aware({.balance_abs_work = 200, .balance_work_slack = 3});
+  auto slack3 = make_cache_aware({.balance_abs_work = 200, .balance_work_slack = 3, .spill_factor = 0});
   EXPECT_EQ(slack3->pick(request(), more).index, 0);
   more[0].load = 5;
   more[0].work += kWarm;
@@ -68,7 +70,7 @@ TEST(CacheAwareWork, AHolderBusyWithOneColdPrefillTakesTheWarmFollowers) {
 TEST(CacheAwareWork, TheSlackBoundsTheFollowers) {
   // Slack 1: the prefill plus two followers, and the next spills even when it would finish in time.
   std::vector<CandidateView> c = {{.load = 3, .work = kCold + 2 * kWarm, .match = kShared}, {}, {}, {}};
-  Pick pick = make_cache_aware({.balance_abs_work = 1000, .balance_work_slack = 1})->pick(request(), c);
+  Pick pick = make_cache_aware({.balance_abs_work = 1000, .balance_work_slack = 1, .spill_factor = 0})->pick(request(), c);
   EXPECT_NE(pick.index, 0);
   EXPECT_EQ(pick.decision, Decision::kImbalance);
 }
@@ -77,16 +79,16 @@ TEST(CacheAwareWork, AHolderWithManyWarmRequestsStillSpills) {
   // Two warm requests while the others idle: a third waits about 93 tokens' worth there against a
   // 158-token cold prefill elsewhere, so it queues (one over the count bound).
   std::vector<CandidateView> two = {{.load = 2, .work = 2 * kWarm, .match = kShared}, {}, {}, {}};
-  EXPECT_EQ(make_cache_aware({.balance_work_slack = 1})->pick(request(), two).index, 0);
-  EXPECT_NE(make_cache_aware({.balance_work_slack = 0})->pick(request(), two).index, 0);
+  EXPECT_EQ(make_cache_aware({.balance_work_slack = 1, .spill_factor = 0})->pick(request(), two).index, 0);
+  EXPECT_NE(make_cache_aware({.balance_work_slack = 0, .spill_factor = 0})->pick(request(), two).index, 0);
   // Three: the slack is used up, it spills.
   std::vector<CandidateView> three = {{.load = 3, .work = 3 * kWarm, .match = kShared}, {}, {}, {}};
-  Pick pick = make_cache_aware({.balance_work_slack = 1})->pick(request(), three);
+  Pick pick = make_cache_aware({.balance_work_slack = 1, .spill_factor = 0})->pick(request(), three);
   EXPECT_NE(pick.index, 0);
   EXPECT_EQ(pick.decision, Decision::kImbalance);
   // Many, with a slack that would allow them: the finish limit spills it (7 x 31 + 31 > 1.5 x 158).
   std::vector<CandidateView> many = {{.load = 7, .work = 7 * kWarm, .match = kShared}, {}, {}, {}};
-  EXPECT_NE(make_cache_aware({.balance_work_slack = 8})->pick(request(), many).index, 0);
+  EXPECT_NE(make_cache_aware({.balance_work_slack = 8, .spill_factor = 0})->pick(request(), many).index, 0);
 }
 
 TEST(CacheAwareWork, PromptsDifferingInATokenAreNotASaving) {
@@ -94,7 +96,7 @@ TEST(CacheAwareWork, PromptsDifferingInATokenAreNotASaving) {
   // ("Hot 1?" and "Hot 13?"): 31 against 32 tokens is no reason to go over the count bound.
   std::vector<CandidateView> c = {{.load = 3, .work = 3 * kWarm, .match = kShared + 1},
                                   {.load = 2, .work = 2 * kWarm, .match = kShared}};
-  Pick with_rule = make_cache_aware({.balance_work_slack = 8})->pick(request(), c);
+  Pick with_rule = make_cache_aware({.balance_work_slack = 8, .spill_factor = 0})->pick(request(), c);
   EXPECT_EQ(with_rule.index, 1);
   EXPECT_NE(with_rule.decision, Decision::kWarmQueue);
 }
@@ -103,9 +105,9 @@ TEST(CacheAwareWork, AHolderWhoseQueueOutlastsAColdPrefillElsewhereSpills) {
   // The holder carries a long prefill of something else: the follower would finish far later there
   // (900 + 31) than cold on an idle replica (158 x 1.5), so it spills despite the slack.
   std::vector<CandidateView> c = {{.load = 2, .work = 900, .match = kShared}, {}, {}, {}};
-  EXPECT_NE(make_cache_aware({.balance_work_slack = 1})->pick(request(), c).index, 0);
+  EXPECT_NE(make_cache_aware({.balance_work_slack = 1, .spill_factor = 0})->pick(request(), c).index, 0);
   // --balance-abs-work lets it wait that much longer.
-  EXPECT_EQ(make_cache_aware({.balance_abs_work = 800, .balance_work_slack = 1})->pick(request(), c).index, 0);
+  EXPECT_EQ(make_cache_aware({.balance_abs_work = 800, .balance_work_slack = 1, .spill_factor = 0})->pick(request(), c).index, 0);
 }
 
 TEST(CacheAwareWork, AnotherHolderWithRoomIsPreferredToQueueing) {
@@ -113,7 +115,7 @@ TEST(CacheAwareWork, AnotherHolderWithRoomIsPreferredToQueueing) {
   // cost is warm, so the busy holder saves nothing and the count bound decides.
   std::vector<CandidateView> c = {{.load = 2, .work = kCold + kWarm, .match = kShared},
                                   {.load = 0, .match = kShared}, {}, {}};
-  Pick pick = make_cache_aware({.balance_work_slack = 1})->pick(request(), c);
+  Pick pick = make_cache_aware({.balance_work_slack = 1, .spill_factor = 0})->pick(request(), c);
   EXPECT_EQ(pick.index, 1);
   EXPECT_EQ(pick.decision, Decision::kCacheHit);
 }
@@ -122,8 +124,8 @@ TEST(CacheAwareWork, EqualCostsEverywhereReduceToTheCountBound) {
   // Random states where every candidate holds the same share of the prompt, give or take a few tokens
   // (so the request costs about the same everywhere): the work rule never changes a pick.
   std::mt19937_64 rng(7);
-  auto with_rule = make_cache_aware({.balance_abs_work = 10000, .balance_work_slack = 8});
-  auto count_only = make_cache_aware({.balance_work_slack = 0});
+  auto with_rule = make_cache_aware({.balance_abs_work = 10000, .balance_work_slack = 8, .spill_factor = 0});
+  auto count_only = make_cache_aware({.balance_work_slack = 0, .spill_factor = 0});
   int tried = 0;
   for (int k = 0; k < 5000; ++k) {
     const int64_t base = static_cast<int64_t>(rng() % 3) * 60;  // 0, 60 or 120 of 142 everywhere
@@ -151,7 +153,7 @@ TEST(CacheAwareWork, EqualCostsEverywhereReduceToTheCountBound) {
 TEST(CacheAwareWork, ABurstOfANewPrefixFromIdleEndsBalanced) {
   for (int64_t slack : {0, 1}) {
     SCOPED_TRACE(slack);
-    auto p = make_cache_aware({.balance_work_slack = slack});
+    auto p = make_cache_aware({.balance_work_slack = slack, .spill_factor = 0});
     std::vector<int64_t> load(4, 0), work(4, 0);
     std::vector<bool> holds(4, false);
     int warm_queued = 0, cold = 0;
