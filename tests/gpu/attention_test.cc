@@ -99,8 +99,7 @@ class AttentionBf16 : public AttentionCheck {
   AttentionBf16() : AttentionCheck(DType::kBF16) {}
 };
 
-INSTANTIATE_TEST_SUITE_P(Act, AttentionTest, ::testing::Values(DType::kF32, DType::kBF16),
-                         [](const auto& p) { return p.param == DType::kF32 ? "f32" : "bf16"; });
+INSTANTIATE_TEST_SUITE_P(Act, AttentionTest, ::testing::Values(DType::kF32, DType::kBF16), act_name);
 
 const Heads kHeads[] = {{4, 4, 64}, {8, 2, 64}, {32, 8, 128}, {14, 2, 64}, {6, 3, 72}, {4, 1, 256}, {40, 2, 128}};
 

@@ -53,8 +53,7 @@ class FusedGemvTest : public ActParamTest {
   }
 };
 
-INSTANTIATE_TEST_SUITE_P(Act, FusedGemvTest, ::testing::Values(DType::kF32, DType::kBF16),
-                         [](const auto& p) { return p.param == DType::kF32 ? "f32" : "bf16"; });
+INSTANTIATE_TEST_SUITE_P(Act, FusedGemvTest, ::testing::Values(DType::kF32, DType::kBF16), act_name);
 
 // The pre-norm's operands on one backend: residual, add, norm weight, h.
 struct NormBufs {

@@ -58,8 +58,12 @@ struct GroupOperands {
 void expect_matmul_group(Backend& gpu, Backend& cpu, const Tensor& xg, const Tensor& xc, GroupOperands& ops, double tol,
                          const std::string& what);
 
+// Test-name suffix of an ActParamTest instantiation: "f32" or "bf16".
+inline std::string act_name(const ::testing::TestParamInfo<DType>& p) { return p.param == DType::kF32 ? "f32" : "bf16"; }
+
 // Base of the tests parameterised on the activation dtype: a fresh seed per test (recorded as the
-// test's "seed" property), and inputs both backends hold exactly (bf16-rounded when the dtype is bf16).
+// test's "seed" property), inputs both backends hold exactly (bf16-rounded when the dtype is bf16), and
+// the shared cpu and cuda backends.
 class ActParamTest : public ::testing::TestWithParam<DType> {
  protected:
   void SetUp() override {
@@ -68,6 +72,8 @@ class ActParamTest : public ::testing::TestWithParam<DType> {
     RecordProperty("seed", std::to_string(seed_));
   }
   DType dt() const { return GetParam(); }
+  Backend& cpu() { return *backends().cpu; }
+  Backend& gpu() { return *backends().gpu; }
   std::vector<float> input(size_t n, float scale = 1.0f) {
     auto v = random_floats(rng_, n, scale);
     return dt() == DType::kBF16 ? round_bf16(std::move(v)) : v;

@@ -18,14 +18,9 @@ namespace {
 
 using tensor::make_shape;
 
-class OpTest : public ActParamTest {
- protected:
-  Backend& cpu() { return *backends().cpu; }
-  Backend& gpu() { return *backends().gpu; }
-};
+class OpTest : public ActParamTest {};
 
-INSTANTIATE_TEST_SUITE_P(Act, OpTest, ::testing::Values(DType::kF32, DType::kBF16),
-                         [](const auto& p) { return p.param == DType::kF32 ? "f32" : "bf16"; });
+INSTANTIATE_TEST_SUITE_P(Act, OpTest, ::testing::Values(DType::kF32, DType::kBF16), act_name);
 
 TEST_P(OpTest, Embed) {
   for (auto [vocab, d, n] : {std::tuple{1000, 64, 5}, {517, 67, 33}, {4000, 896, 1}}) {

@@ -18,8 +18,7 @@ using tensor::make_shape;
 
 class RopeKvTest : public ActParamTest {};
 
-INSTANTIATE_TEST_SUITE_P(Act, RopeKvTest, ::testing::Values(DType::kF32, DType::kBF16),
-                         [](const auto& p) { return p.param == DType::kF32 ? "f32" : "bf16"; });
+INSTANTIATE_TEST_SUITE_P(Act, RopeKvTest, ::testing::Values(DType::kF32, DType::kBF16), act_name);
 
 TEST_P(RopeKvTest, MatchesCpuAndSeparateOps) {
   Backend& cpu = *backends().cpu;

@@ -14,14 +14,9 @@ namespace {
 
 using tensor::make_shape;
 
-class RowKernelTest : public ActParamTest {
- protected:
-  Backend& cpu() { return *backends().cpu; }
-  Backend& gpu() { return *backends().gpu; }
-};
+class RowKernelTest : public ActParamTest {};
 
-INSTANTIATE_TEST_SUITE_P(Act, RowKernelTest, ::testing::Values(DType::kF32, DType::kBF16),
-                         [](const auto& p) { return p.param == DType::kF32 ? "f32" : "bf16"; });
+INSTANTIATE_TEST_SUITE_P(Act, RowKernelTest, ::testing::Values(DType::kF32, DType::kBF16), act_name);
 
 TEST_P(RowKernelTest, AddRmsNormManyRows) {
   // d = 520: 65 (bf16) / 130 (f32) vectors, a partly filled last warp; 5120: 320 threads of 2 vectors;
