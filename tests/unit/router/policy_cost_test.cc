@@ -9,14 +9,14 @@
 #include <cstdint>
 #include <vector>
 
+#include "bench_prompt.h"
 #include "router/policy.h"
 
 namespace keel::router {
 namespace {
 
-// The benchmark's prompt shape: 142 tokens, the first 127 a group's shared system prompt.
-constexpr int64_t kKeys = 142;
-constexpr int64_t kShared = 127;
+using bench_prompt::kKeys;
+using bench_prompt::kShared;
 const CacheAwareConfig kDefaults{};
 const int64_t kCold = kDefaults.cost(kKeys, 0, 1);        // 158
 const int64_t kWarm = kDefaults.cost(kKeys, kShared, 1);  // 31

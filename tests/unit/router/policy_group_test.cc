@@ -9,13 +9,14 @@
 #include <cstdint>
 #include <vector>
 
+#include "bench_prompt.h"
 #include "router/policy.h"
 
 namespace keel::router {
 namespace {
 
-constexpr int64_t kKeys = 142;
-constexpr int64_t kShared = 127;
+using bench_prompt::kKeys;
+using bench_prompt::kShared;
 
 TEST(CacheAwareGroup, OffByDefaultAndValidated) {
   EXPECT_EQ(CacheAwareConfig{}.group_affinity, 0);

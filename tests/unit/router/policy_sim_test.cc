@@ -15,6 +15,7 @@
 #include <random>
 #include <vector>
 
+#include "bench_prompt.h"
 #include "router/policy.h"
 
 namespace keel::router {
@@ -22,7 +23,8 @@ namespace {
 
 constexpr int kGroups = 8, kPerGroup = 16, kReplicas = 4;
 constexpr double kCold = 23.0, kWarm = 1.0;
-constexpr int64_t kKeys = 142, kShared = 127;
+using bench_prompt::kKeys;
+using bench_prompt::kShared;
 
 struct SimResult {
   int cold = 0;

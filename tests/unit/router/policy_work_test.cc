@@ -10,14 +10,14 @@
 #include <random>
 #include <vector>
 
+#include "bench_prompt.h"
 #include "router/policy.h"
 
 namespace keel::router {
 namespace {
 
-// A 142-token prompt whose first 127 tokens are a group's shared system prompt (the benchmark's shape).
-constexpr int64_t kKeys = 142;
-constexpr int64_t kShared = 127;
+using bench_prompt::kKeys;
+using bench_prompt::kShared;
 const CacheAwareConfig kDefaults{};
 const int64_t kCold = kDefaults.cost(kKeys, 0, 1);       // 158
 const int64_t kWarm = kDefaults.cost(kKeys, kShared, 1);  // 31
