@@ -14,7 +14,29 @@ namespace {
 
 using tensor::make_shape;
 
-class RowKernelTest : public ActParamTest {};
+class RowKernelTest : public ActParamTest {
+ protected:
+  // A norm's operands on both backends (cpu in f32, gpu in the test's dtype): x and the residual (its
+  // values scaled by r_scale) of n rows of d, a weight of d, and an output, poisoned on the gpu.
+  struct NormOperands {
+    Buffer xc, xg, rc, rg, wc, wg, oc, og;
+  };
+  NormOperands norm_operands(int64_t n, int64_t d, float r_scale) {
+    const auto shape = make_shape({n, d});
+    const auto x = input(static_cast<size_t>(n * d)), r = input(static_cast<size_t>(n * d), r_scale);
+    const auto w = random_floats(rng_, static_cast<size_t>(d), 2.0f);
+    NormOperands o{.xc = make(cpu(), DType::kF32, shape, x),
+                   .xg = make(gpu(), dt(), shape, x),
+                   .rc = make(cpu(), DType::kF32, shape, r),
+                   .rg = make(gpu(), dt(), shape, r),
+                   .wc = make(cpu(), DType::kF32, make_shape({d}), w),
+                   .wg = make(gpu(), DType::kF32, make_shape({d}), w),
+                   .oc = cpu().alloc(DType::kF32, shape),
+                   .og = gpu().alloc(dt(), shape)};
+    poison(gpu(), o.og.tensor());
+    return o;
+  }
+};
 
 INSTANTIATE_TEST_SUITE_P(Act, RowKernelTest, ::testing::Values(DType::kF32, DType::kBF16), act_name);
 
@@ -23,14 +45,7 @@ TEST_P(RowKernelTest, AddRmsNormManyRows) {
   // 8192: 512 threads of 2 (bf16) / 4 (f32) vectors; 16384: 4 vectors per thread in bf16, too long for
   // the kernel in f32 (rms_norm.cu's); 32768: too long in both.
   for (auto [n, d] : {std::pair{9, 4096}, {300, 520}, {2051, 5120}, {10, 8192}, {17, 16384}, {12, 32768}}) {
-    const auto shape = make_shape({n, d});
-    const auto x = input(static_cast<size_t>(n * d)), r = input(static_cast<size_t>(n * d), 3.0f);
-    const auto w = random_floats(rng_, static_cast<size_t>(d), 2.0f);
-    Buffer xc = make(cpu(), DType::kF32, shape, x), xg = make(gpu(), dt(), shape, x);
-    Buffer rc = make(cpu(), DType::kF32, shape, r), rg = make(gpu(), dt(), shape, r);
-    Buffer wc = make(cpu(), DType::kF32, make_shape({d}), w), wg = make(gpu(), DType::kF32, make_shape({d}), w);
-    Buffer oc = cpu().alloc(DType::kF32, shape), og = gpu().alloc(dt(), shape);
-    poison(gpu(), og.tensor());
+    auto [xc, xg, rc, rg, wc, wg, oc, og] = norm_operands(n, d, 3.0f);
     cpu().add_rms_norm(rc.tensor(), xc.tensor(), wc.tensor(), 1e-5f, oc.tensor());
     gpu().add_rms_norm(rg.tensor(), xg.tensor(), wg.tensor(), 1e-5f, og.tensor());
     EXPECT_LE(rel_err(read(gpu(), og.tensor()), read(cpu(), oc.tensor())), tolerance(dt())) << n << "x" << d;
@@ -47,14 +62,7 @@ TEST_P(RowKernelTest, AddRmsNormManyRows) {
 // boundary in bf16 (the scalar kernel), 48 in f32 (the vector kernel).
 TEST_P(RowKernelTest, UnalignedRowsAndSiluMul) {
   const int64_t n = 40, d = 1028;
-  const auto shape = make_shape({n, d});
-  const auto x = input(static_cast<size_t>(n * d)), r = input(static_cast<size_t>(n * d));
-  const auto w = random_floats(rng_, static_cast<size_t>(d), 2.0f);
-  Buffer xc = make(cpu(), DType::kF32, shape, x), xg = make(gpu(), dt(), shape, x);
-  Buffer rc = make(cpu(), DType::kF32, shape, r), rg = make(gpu(), dt(), shape, r);
-  Buffer wc = make(cpu(), DType::kF32, make_shape({d}), w), wg = make(gpu(), DType::kF32, make_shape({d}), w);
-  Buffer oc = cpu().alloc(DType::kF32, shape), og = gpu().alloc(dt(), shape);
-  poison(gpu(), og.tensor());
+  auto [xc, xg, rc, rg, wc, wg, oc, og] = norm_operands(n, d, 1.0f);
   Tensor rcv = rc.tensor().rows(1, n - 1), rgv = rg.tensor().rows(1, n - 1);
   Tensor ocv = oc.tensor().rows(1, n - 1), ogv = og.tensor().rows(1, n - 1);
   cpu().add_rms_norm(rcv, xc.tensor().rows(1, n - 1), wc.tensor(), 1e-5f, ocv);
