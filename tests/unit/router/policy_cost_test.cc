@@ -15,11 +15,7 @@
 namespace keel::router {
 namespace {
 
-using bench_prompt::kKeys;
-using bench_prompt::kShared;
-const CacheAwareConfig kDefaults{};
-const int64_t kCold = kDefaults.cost(kKeys, 0, 1);        // 158
-const int64_t kWarm = kDefaults.cost(kKeys, kShared, 1);  // 31
+using namespace bench_prompt;  // kKeys, kShared, kDefaults, kCold, kWarm
 
 CacheAwareConfig cost_mode(double factor = 2.0) { return {.spill_factor = factor}; }
 RouteRequest request(int64_t group_recent = 0) { return {.n_keys = kKeys, .group_recent = group_recent}; }
