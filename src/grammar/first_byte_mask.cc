@@ -25,6 +25,10 @@ constexpr uint32_t kMinGroup = 32;
 // next count of a maxLength counter, a string body's first character) would be walked whole for one
 // mask where the shared classifications serve it.
 constexpr uint32_t kMinSeen = 1;
+// Subtrees a column may have to walk to swap into a stored mask (the next characters of the names at
+// a key prefix: one or two) before its kernel positions, when all are classified already, are the
+// cheaper way.
+constexpr uint32_t kMaxWalks = 4;
 
 // The tokens below first-level node `top` the parse takes, as ascending preorder ranges.
 void walk_subtree(StateWalker& walk, const VocabTrie& trie, uint32_t top, TokenMaskCache::Ranges& out) {
@@ -95,7 +99,21 @@ bool GrammarMatcher::fill_by_first_byte(std::span<uint32_t> bitmask) {
   }
   if (best < kMinGroup || t == here) return false;
   std::shared_ptr<const TokenMaskCache::FirstByteMask> base = masks_->load_first_byte(t);
-  if (base == nullptr && masks_->note_first_byte_target(t) < kMinSeen) return false;
+  if (base == nullptr && masks_->note_first_byte_target(t, here) < kMinSeen) return false;
+  if (base != nullptr) {
+    // Subtrees to swap that no walk has kept: each costs a walk from a state of this column (a
+    // column at the start of a key, whose names' first characters each lead elsewhere, is cheaper
+    // through its kernel positions, classified already when seen before).
+    uint32_t walks = 0;
+    for (auto [i, s] : tops_)
+      walks += s != base->at[nodes[i].byte] && s != StateTable::kDead &&
+               (s == StateTable::kNone || masks_->load_subtree(s, i) == nullptr);
+    if (walks > kMaxWalks) {
+      parser_.kernel_positions(positions_);
+      if (std::all_of(positions_.begin(), positions_.end(), [&](uint32_t pos) { return masks_->classified(pos); }))
+        return false;
+    }
+  }
   masks_->count_first_byte_mask();
   if (base == nullptr) {
     auto made = std::make_shared<TokenMaskCache::FirstByteMask>();

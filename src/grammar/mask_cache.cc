@@ -47,6 +47,11 @@ const PositionMask& TokenMaskCache::get(uint32_t pos) {
   return *it->second;
 }
 
+bool TokenMaskCache::classified(uint32_t pos) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return masks_.contains(pos);
+}
+
 bool TokenMaskCache::load_mask(StateTable::State s, std::span<uint32_t> out) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = finished_.find(s);
@@ -118,10 +123,13 @@ void TokenMaskCache::store_first_byte(StateTable::State t, std::shared_ptr<const
   mask_bytes_.fetch_add(bytes, std::memory_order_relaxed);
 }
 
-uint32_t TokenMaskCache::note_first_byte_target(StateTable::State t) {
+uint32_t TokenMaskCache::note_first_byte_target(StateTable::State t, StateTable::State from) {
   std::lock_guard<std::mutex> lock(mu_);
   if (first_byte_targets_.size() >= 4096) first_byte_targets_.clear();  // a bound, not a policy
-  return first_byte_targets_[t]++;
+  auto [it, inserted] = first_byte_targets_.try_emplace(t, from, 0);
+  // The same column again (a later request, or its finished mask dropped) is not another column.
+  if (it->second.first != from) it->second = {from, it->second.second + 1};
+  return it->second.second;
 }
 
 PositionMask TokenMaskCache::classify(uint32_t pos) {

@@ -19,14 +19,15 @@
 // Positions are classified lazily on first use, or found in the vocabulary's SharedClassifications. Thread-safe: matchers on any thread share one cache.
 #pragma once
 
-#include <atomic>
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <memory>
 #include <mutex>
 #include <span>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "grammar/compiled_grammar.h"
@@ -51,6 +52,8 @@ class TokenMaskCache {
   size_t n_mask_words() const { return (static_cast<size_t>(trie_->vocab().n_vocab()) + 31) / 32; }
   // The classification of kernel position `pos`; the reference stays valid for the cache's life.
   const PositionMask& get(uint32_t pos);
+  // Whether get(pos) has been called before (its classification is held here).
+  bool classified(uint32_t pos);
   // Bytes this cache holds, estimated from its containers: the compiled grammar's tables (fixed)
   // plus every classification made so far (grows as positions are first visited), the finished
   // masks kept and the state table (grows with the states walks meet). Thread-safe.
@@ -74,8 +77,9 @@ class TokenMaskCache {
   };
   std::shared_ptr<const FirstByteMask> load_first_byte(StateTable::State t);
   void store_first_byte(StateTable::State t, std::shared_ptr<const FirstByteMask> mask);
-  // Counts one more column whose first bytes lead mostly to t; returns the count before.
-  uint32_t note_first_byte_target(StateTable::State t);
+  // Notes column `from`, whose first bytes lead mostly to t; returns how many other columns did
+  // before (a column noted again right after itself does not count).
+  uint32_t note_first_byte_target(StateTable::State t, StateTable::State from);
   // Masks filled by first byte so far (GrammarMatcher::fill_by_first_byte), for tests and stats.
   uint64_t first_byte_masks() const { return first_byte_masks_.load(std::memory_order_relaxed); }
   void count_first_byte_mask() { first_byte_masks_.fetch_add(1, std::memory_order_relaxed); }
@@ -97,7 +101,7 @@ class TokenMaskCache {
   size_t subtree_bytes_ = 0;
   std::unordered_map<StateTable::State, std::shared_ptr<const FirstByteMask>> first_byte_;
   std::deque<StateTable::State> first_byte_order_;  // oldest first
-  std::unordered_map<StateTable::State, uint32_t> first_byte_targets_;
+  std::unordered_map<StateTable::State, std::pair<StateTable::State, uint32_t>> first_byte_targets_;  // last column, count
   size_t grammar_bytes_ = 0;
   std::atomic<size_t> mask_bytes_{0};
   std::atomic<uint64_t> first_byte_masks_{0};  // classifications and finished masks held
