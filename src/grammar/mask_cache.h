@@ -56,7 +56,8 @@ class TokenMaskCache {
   bool classified(uint32_t pos);
   // Bytes this cache holds, estimated from its containers: the compiled grammar's tables (fixed)
   // plus every classification made so far (grows as positions are first visited), the finished
-  // masks kept and the state table (grows with the states walks meet). Thread-safe.
+  // and first-byte masks and subtree ranges kept and the state table (grows with the states walks
+  // meet). Thread-safe.
   size_t memory_bytes() const {
     return grammar_bytes_ + mask_bytes_.load(std::memory_order_relaxed) + states_.memory_bytes();
   }
@@ -103,8 +104,8 @@ class TokenMaskCache {
   std::deque<StateTable::State> first_byte_order_;  // oldest first
   std::unordered_map<StateTable::State, std::pair<StateTable::State, uint32_t>> first_byte_targets_;  // last column, count
   size_t grammar_bytes_ = 0;
-  std::atomic<size_t> mask_bytes_{0};
-  std::atomic<uint64_t> first_byte_masks_{0};  // classifications and finished masks held
+  std::atomic<size_t> mask_bytes_{0};  // classifications, finished and first-byte masks, subtree ranges held
+  std::atomic<uint64_t> first_byte_masks_{0};
 };
 
 }  // namespace keel::grammar
