@@ -47,6 +47,11 @@ const PositionMask& TokenMaskCache::get(uint32_t pos) {
   return *it->second;
 }
 
+bool TokenMaskCache::classified(uint32_t pos) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return masks_.contains(pos);
+}
+
 bool TokenMaskCache::load_mask(StateTable::State s, std::span<uint32_t> out) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = finished_.find(s);
@@ -68,6 +73,63 @@ void TokenMaskCache::store_mask(StateTable::State s, std::span<const uint32_t> m
   finished_.emplace(s, std::vector<uint32_t>(mask.begin(), mask.begin() + static_cast<ptrdiff_t>(n_mask_words())));
   finished_order_.push_back(s);
   mask_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+}
+
+std::shared_ptr<const TokenMaskCache::Ranges> TokenMaskCache::load_subtree(StateTable::State s, uint32_t node) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = subtrees_.find(static_cast<uint64_t>(s) << 32 | node);
+  return it == subtrees_.end() ? nullptr : it->second;
+}
+
+void TokenMaskCache::store_subtree(StateTable::State s, uint32_t node, std::shared_ptr<const Ranges> ranges) {
+  auto bytes_of = [](const Ranges& r) { return r.size() * sizeof(r[0]) + sizeof(Ranges) + 6 * sizeof(void*); };
+  const size_t bytes = bytes_of(*ranges);
+  if (bytes > kSubtreeBudget) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  const uint64_t key = static_cast<uint64_t>(s) << 32 | node;
+  if (subtrees_.contains(key)) return;
+  while (subtree_bytes_ + bytes > kSubtreeBudget) {
+    auto it = subtrees_.find(subtree_order_.front());
+    const size_t freed = bytes_of(*it->second);
+    subtree_bytes_ -= freed;
+    mask_bytes_.fetch_sub(freed, std::memory_order_relaxed);
+    subtrees_.erase(it);
+    subtree_order_.pop_front();
+  }
+  subtrees_.emplace(key, std::move(ranges));
+  subtree_order_.push_back(key);
+  subtree_bytes_ += bytes;
+  mask_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+}
+
+std::shared_ptr<const TokenMaskCache::FirstByteMask> TokenMaskCache::load_first_byte(StateTable::State t) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = first_byte_.find(t);
+  return it == first_byte_.end() ? nullptr : it->second;
+}
+
+void TokenMaskCache::store_first_byte(StateTable::State t, std::shared_ptr<const FirstByteMask> mask) {
+  if (max_finished_ == 0) return;
+  const size_t bytes = n_mask_words() * sizeof(uint32_t) + sizeof(FirstByteMask) + 6 * sizeof(void*);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (first_byte_.contains(t)) return;
+  if (first_byte_.size() >= 4 * max_finished_) {
+    first_byte_.erase(first_byte_order_.front());
+    first_byte_order_.pop_front();
+    mask_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+  }
+  first_byte_.emplace(t, std::move(mask));
+  first_byte_order_.push_back(t);
+  mask_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+}
+
+uint32_t TokenMaskCache::note_first_byte_target(StateTable::State t, StateTable::State from) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (first_byte_targets_.size() >= 4096) first_byte_targets_.clear();  // a bound, not a policy
+  auto [it, inserted] = first_byte_targets_.try_emplace(t, from, 0);
+  // The same column again (a later request, or its finished mask dropped) is not another column.
+  if (it->second.first != from) it->second = {from, it->second.second + 1};
+  return it->second.second;
 }
 
 PositionMask TokenMaskCache::classify(uint32_t pos) {

@@ -10,9 +10,16 @@
 //    walks (classification and the matcher's uncertain-token checks) are table walks.
 //  - Finished masks per full-parse state: a matcher standing in a state seen before (the same place
 //    in a string body, the same key position of an object) copies the mask. Bounded (mask_budget).
+//  - Masks by first byte (GrammarMatcher::fill_by_first_byte): per state t that most first bytes of
+//    a column led to, that column's mask and the state each first byte led to; and per (state, trie
+//    node of depth 1) the tokens below the node a parse takes from that state, as preorder ranges.
+//    Each new column of a key being typed leads to one "other key" state under every character no
+//    name continues with, so its mask is a stored one with a few subtrees swapped. Bounded
+//    (mask_budget and kSubtreeBudget, oldest dropped).
 // Positions are classified lazily on first use, or found in the vocabulary's SharedClassifications. Thread-safe: matchers on any thread share one cache.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <deque>
@@ -20,6 +27,7 @@
 #include <mutex>
 #include <span>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "grammar/compiled_grammar.h"
@@ -44,9 +52,12 @@ class TokenMaskCache {
   size_t n_mask_words() const { return (static_cast<size_t>(trie_->vocab().n_vocab()) + 31) / 32; }
   // The classification of kernel position `pos`; the reference stays valid for the cache's life.
   const PositionMask& get(uint32_t pos);
+  // Whether get(pos) has been called before (its classification is held here).
+  bool classified(uint32_t pos);
   // Bytes this cache holds, estimated from its containers: the compiled grammar's tables (fixed)
   // plus every classification made so far (grows as positions are first visited), the finished
-  // masks kept and the state table (grows with the states walks meet). Thread-safe.
+  // and first-byte masks and subtree ranges kept and the state table (grows with the states walks
+  // meet). Thread-safe.
   size_t memory_bytes() const {
     return grammar_bytes_ + mask_bytes_.load(std::memory_order_relaxed) + states_.memory_bytes();
   }
@@ -54,6 +65,25 @@ class TokenMaskCache {
   // The finished mask of full-parse state s, if kept: copied into out (n_mask_words()).
   bool load_mask(StateTable::State s, std::span<uint32_t> out);
   void store_mask(StateTable::State s, std::span<const uint32_t> mask);
+
+  // Trie-token preorder ranges [b, e) accepted below first-level trie node `node` (its own token
+  // included) from state s, the state reached at that node; null if not kept.
+  using Ranges = std::vector<std::pair<uint32_t, uint32_t>>;
+  std::shared_ptr<const Ranges> load_subtree(StateTable::State s, uint32_t node);
+  void store_subtree(StateTable::State s, uint32_t node, std::shared_ptr<const Ranges> ranges);
+  static constexpr size_t kSubtreeBudget = 16 << 20;
+  struct FirstByteMask {
+    std::array<StateTable::State, 256> at;  // the state each first byte led to (kDead: none)
+    std::vector<uint32_t> bits;             // n_mask_words(): the trie tokens taken (no EOS)
+  };
+  std::shared_ptr<const FirstByteMask> load_first_byte(StateTable::State t);
+  void store_first_byte(StateTable::State t, std::shared_ptr<const FirstByteMask> mask);
+  // Notes column `from`, whose first bytes lead mostly to t; returns how many other columns did
+  // before (a column noted again right after itself does not count).
+  uint32_t note_first_byte_target(StateTable::State t, StateTable::State from);
+  // Masks filled by first byte so far (GrammarMatcher::fill_by_first_byte), for tests and stats.
+  uint64_t first_byte_masks() const { return first_byte_masks_.load(std::memory_order_relaxed); }
+  void count_first_byte_mask() { first_byte_masks_.fetch_add(1, std::memory_order_relaxed); }
 
  private:
   PositionMask classify(uint32_t pos);
@@ -67,8 +97,15 @@ class TokenMaskCache {
   size_t max_finished_;
   std::unordered_map<StateTable::State, std::vector<uint32_t>> finished_;
   std::deque<StateTable::State> finished_order_;  // oldest first
+  std::unordered_map<uint64_t, std::shared_ptr<const Ranges>> subtrees_;  // state << 32 | node
+  std::deque<uint64_t> subtree_order_;  // oldest first
+  size_t subtree_bytes_ = 0;
+  std::unordered_map<StateTable::State, std::shared_ptr<const FirstByteMask>> first_byte_;
+  std::deque<StateTable::State> first_byte_order_;  // oldest first
+  std::unordered_map<StateTable::State, std::pair<StateTable::State, uint32_t>> first_byte_targets_;  // last column, count
   size_t grammar_bytes_ = 0;
-  std::atomic<size_t> mask_bytes_{0};  // classifications and finished masks held
+  std::atomic<size_t> mask_bytes_{0};  // classifications, finished and first-byte masks, subtree ranges held
+  std::atomic<uint64_t> first_byte_masks_{0};
 };
 
 }  // namespace keel::grammar

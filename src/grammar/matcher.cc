@@ -50,6 +50,16 @@ void GrammarMatcher::fill_mask(std::span<uint32_t> bitmask) {
   if (terminated_) return;
   const StateTable::State state = parser_.state();
   if (state != StateTable::kNone && masks_->load_mask(state, bitmask)) return;
+  if (state == StateTable::kNone || !fill_by_first_byte(bitmask)) fill_by_positions(bitmask);
+  const Vocabulary& vocab = masks_->trie().vocab();
+  if (parser_.can_end())
+    for (int32_t id : vocab.eos_ids) bitmask[id >> 5] |= 1u << (id & 31);
+  if (state != StateTable::kNone) masks_->store_mask(state, bitmask);
+}
+
+// The mask as the union of the current column's kernel positions' classifications, plus their
+// uncertain subtrees checked against the full parse.
+void GrammarMatcher::fill_by_positions(std::span<uint32_t> bitmask) {
   parser_.kernel_positions(positions_);
   candidates_.clear();
   const size_t n_words = masks_->n_mask_words();
@@ -67,10 +77,6 @@ void GrammarMatcher::fill_mask(std::span<uint32_t> bitmask) {
     std::inplace_merge(candidates_.begin(), candidates_.begin() + mid, candidates_.end());
   }
   check_uncertain(bitmask);
-  const Vocabulary& vocab = masks_->trie().vocab();
-  if (parser_.can_end())
-    for (int32_t id : vocab.eos_ids) bitmask[id >> 5] |= 1u << (id & 31);
-  if (state != StateTable::kNone) masks_->store_mask(state, bitmask);
 }
 
 // The uncertain subtrees against the full parse: a walk of each (from the trie root down to it, then

@@ -11,12 +11,15 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "grammar/earley.h"
 #include "grammar/mask_cache.h"
 
 namespace keel::grammar {
+
+class StateWalker;
 
 class GrammarMatcher {
  public:
@@ -42,7 +45,11 @@ class GrammarMatcher {
   bool is_terminated() const { return terminated_; }
 
  private:
+  void fill_by_positions(std::span<uint32_t> bitmask);
   void check_uncertain(std::span<uint32_t> bitmask);
+  // first_byte_mask.cc: the mask by first byte from a state other columns led to; false when not tried.
+  bool fill_by_first_byte(std::span<uint32_t> bitmask);
+  void mark_subtree(StateWalker& walk, uint32_t top, StateTable::State at, std::span<uint32_t> bitmask);
 
   std::shared_ptr<TokenMaskCache> masks_;
   EarleyParser parser_;
@@ -51,6 +58,7 @@ class GrammarMatcher {
   std::vector<uint32_t> positions_;   // scratch
   std::vector<uint32_t> candidates_;  // scratch: roots of uncertain trie subtrees
   std::vector<uint32_t> path_;        // scratch: a subtree root's ancestors
+  std::vector<std::pair<uint32_t, StateTable::State>> tops_;  // scratch: first-level nodes, state reached
 };
 
 }  // namespace keel::grammar

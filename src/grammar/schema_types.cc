@@ -136,8 +136,14 @@ Result<Symbol> SchemaCompiler::pattern_string(const std::string& pattern, bool s
   return sym;
 }
 
-// A JSON string key (quotes included) whose text is none of `names`: a trie over the names' code
-// points where every node may leave the trie with any other character.
+// A JSON string key (quotes included) whose text is none of `names`: the complement of the names'
+// trie as a DFA, emitted left-linear (as regex_keys.cc emits key DFAs). prefix[i] derives the key text
+// so far when it is node i's name prefix; `other` a name prefix followed by a character no name
+// continues with there, after which anything goes. Left-linear, every item of the key starts at the
+// key's first column, so once a key has left the names' trie its parse state no longer depends on
+// where it left (one state, one mask, for the whole tail of every other key of an object); a
+// right-linear trie (node ::= c node' | other rest) nests an item per typed character and made every
+// column of the tail, and every kernel position, a new one.
 Result<Symbol> SchemaCompiler::key_not_in(const std::vector<std::string>& names) {
   struct Node {
     std::map<uint32_t, int> kids;
@@ -168,10 +174,18 @@ Result<Symbol> SchemaCompiler::key_not_in(const std::vector<std::string>& names)
   for (auto [lo, hi] : {std::pair<uint32_t, uint32_t>{0x20, 0x21}, {0x23, 0x5B}, {0x5D, 0x7E}}) plain.add(lo, hi);
   const CharClass non_plain = plain.negated();
   const Symbol any_non_plain = emit_char_class(b_, non_plain, CharEncoding::kJsonString);
-  std::vector<RuleId> rules(trie.size());
-  for (size_t i = 0; i < trie.size(); ++i) rules[i] = b_.add_rule("key_not_in");
+  std::vector<RuleId> prefix(trie.size());
+  for (size_t i = 0; i < trie.size(); ++i) prefix[i] = b_.add_rule("key_prefix");
+  const RuleId other = b_.add_rule("key_other");
+  const RuleId body = b_.add_rule("key_not_in");
+  // The prefixes where any non-plain character leaves the names, as one rule: the first byte of such
+  // a character (a UTF-8 lead byte, the backslash of an escape) then leads to one state from all of
+  // them, not to one per prefix.
+  const RuleId shared_prefix = b_.add_rule("key_prefix_np");
+  b_.add_alt(prefix[0], {});
   for (size_t i = 0; i < trie.size(); ++i) {
-    if (!trie[i].terminal) b_.add_alt(rules[i], {b_.byte('"')});
+    const Symbol at = b_.ref(prefix[i]);
+    if (!trie[i].terminal) b_.add_alt(body, {at, b_.byte('"')});
     ByteSet other_plain;
     for (const CharClass::Range& r : plain.ranges())
       for (uint32_t c = r.lo; c <= r.hi; ++c) other_plain.set(c);
@@ -179,23 +193,37 @@ Result<Symbol> SchemaCompiler::key_not_in(const std::vector<std::string>& names)
     for (auto& [cp, kid] : trie[i].kids) {
       if (plain.contains(cp)) {
         other_plain.reset(cp);
-        b_.add_alt(rules[i], {b_.byte(static_cast<uint8_t>(cp)), b_.ref(rules[kid])});
+        b_.add_alt(prefix[kid], {at, b_.byte(static_cast<uint8_t>(cp))});
       } else {
         used_non_plain.add(cp, cp);
-        b_.add_alt(rules[i], {emit_char_class(b_, CharClass::of(cp), CharEncoding::kJsonString), b_.ref(rules[kid])});
+        b_.add_alt(prefix[kid], {at, emit_char_class(b_, CharClass::of(cp), CharEncoding::kJsonString)});
       }
     }
-    if (other_plain.any()) b_.add_alt(rules[i], {b_.bytes(other_plain), rest});
+    if (other_plain.any()) b_.add_alt(other, {at, b_.bytes(other_plain)});
     if (used_non_plain.empty()) {
-      b_.add_alt(rules[i], {any_non_plain, rest});
+      b_.add_alt(shared_prefix, {at});
     } else {
       used_non_plain.add(plain);
       const CharClass others = used_non_plain.negated();
-      if (!others.empty()) b_.add_alt(rules[i], {emit_char_class(b_, others, CharEncoding::kJsonString), rest});
+      if (!others.empty()) b_.add_alt(other, {at, emit_char_class(b_, others, CharEncoding::kJsonString)});
     }
   }
+  // The character's first byte is scanned in this rule's own alternatives (the factored class's
+  // alternatives spliced in): behind a rule of its own, the character's items would start at the
+  // prefix's column and carry its state.
+  if (any_non_plain.kind == Symbol::Kind::kRule) {
+    const std::vector<Sequence> alts = b_.rule(any_non_plain.index).alts;
+    for (const Sequence& alt : alts) {
+      Sequence seq{b_.ref(shared_prefix)};
+      seq.insert(seq.end(), alt.begin(), alt.end());
+      b_.add_alt(other, std::move(seq));
+    }
+  } else {
+    b_.add_alt(other, {b_.ref(shared_prefix), any_non_plain});
+  }
+  b_.add_alt(body, {b_.ref(other), rest});
   KEEL_RETURN_IF_ERROR(b_.check_budget());
-  return b_.group({b_.byte('"'), b_.ref(rules[0])}, "key");
+  return b_.group({b_.byte('"'), b_.ref(body)}, "key");
 }
 
 Result<Symbol> SchemaCompiler::compile_object(const Json& s, const std::string& ptr, int depth) {
