@@ -8,11 +8,14 @@
 // per-position tables the first one built). Grammars come from one GrammarStore, as in keel serve, so
 // a schema's cold masks can reuse classifications earlier schemas made (shared_classes.h);
 // `isolated` gives every schema a fresh TokenMaskCache with nothing shared.
+// New grammars classify their counter positions ahead of use (counter_prefill.h) inside the compile
+// time, as the store does; KEEL_COUNTER_BUDGET_US sets that budget (0: off, the behaviour before).
 //   bench_grammar_keel <tokenizer dir> <schema dir> [every_nth=1] [isolated]
 #include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -22,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "grammar/compile.h"
+#include "grammar/counter_prefill.h"
 #include "grammar/grammar_store.h"
 #include "grammar/mask_cache.h"
 #include "grammar/matcher.h"
@@ -96,7 +100,11 @@ int main(int argc, char** argv) {
   auto t0 = Clock::now();
   auto trie = std::make_shared<const grammar::VocabTrie>(keel::sched::grammar_vocabulary(**tok));
   std::fprintf(stderr, "vocabulary of %d tokens, trie built in %.1f ms\n", (*tok)->n_vocab(), us_since(t0) / 1e3);
-  grammar::GrammarStore store(trie, 16);
+  // KEEL_COUNTER_BUDGET_US: the store's counter budget (counter_prefill.h); 0 measures without it.
+  const char* budget_env = std::getenv("KEEL_COUNTER_BUDGET_US");
+  const std::chrono::microseconds counter_budget =
+      budget_env != nullptr ? std::chrono::microseconds(std::atoll(budget_env)) : grammar::GrammarStore::kCounterBudget;
+  grammar::GrammarStore store(trie, 16, 0, counter_budget);
   std::vector<std::filesystem::path> files;
   for (const auto& e : std::filesystem::directory_iterator(data))
     if (e.path().extension() == ".json") files.push_back(e.path());
@@ -111,7 +119,10 @@ int main(int argc, char** argv) {
     std::shared_ptr<grammar::TokenMaskCache> masks;
     if (isolated) {
       auto g = grammar::compile_grammar(spec);
-      if (g.ok()) masks = std::make_shared<grammar::TokenMaskCache>(std::move(g).value(), trie);
+      if (g.ok()) {
+        masks = std::make_shared<grammar::TokenMaskCache>(std::move(g).value(), trie);
+        if (counter_budget.count() > 0) grammar::classify_counters_ahead(*masks, counter_budget);  // as the store does
+      }
     } else if (auto m = store.get_or_compile(spec); m.ok()) {
       masks = std::move(m).value();
     }

@@ -3,12 +3,14 @@
 #include <algorithm>
 
 #include "base/check.h"
+#include "grammar/counter_prefill.h"
 
 namespace keel::grammar {
 
-GrammarStore::GrammarStore(std::shared_ptr<const VocabTrie> trie, size_t capacity, size_t max_bytes)
+GrammarStore::GrammarStore(std::shared_ptr<const VocabTrie> trie, size_t capacity, size_t max_bytes,
+                           std::chrono::microseconds counter_budget)
     : trie_(std::move(trie)), shared_(std::make_shared<SharedClassifications>()), capacity_(capacity),
-      max_bytes_(max_bytes) {
+      max_bytes_(max_bytes), counter_budget_(counter_budget) {
   KEEL_CHECK(trie_ != nullptr && capacity_ > 0, "GrammarStore needs a vocabulary and a capacity > 0");
 }
 
@@ -27,6 +29,7 @@ Result<std::shared_ptr<TokenMaskCache>> GrammarStore::get_or_compile(const Gramm
   }
   KEEL_ASSIGN_OR_RETURN(std::shared_ptr<const CompiledGrammar> g, compile_grammar(spec));
   auto masks = std::make_shared<TokenMaskCache>(std::move(g), trie_, shared_);
+  if (counter_budget_.count() > 0) classify_counters_ahead(*masks, counter_budget_);
   std::lock_guard<std::mutex> lock(mu_);
   if (auto it = map_.find(key); it != map_.end()) return it->second.masks;  // compiled meanwhile
   lru_.push_front(key);

@@ -8,8 +8,11 @@
 // Bounded by entry count and by bytes (TokenMaskCache::memory_bytes, which grows as positions are
 // classified): least recently used entries go first, except the one just returned. An evicted
 // cache lives on while matchers of running requests hold it.
+// On a miss the new grammar's counter positions (counter_prefill.h) are classified before it is
+// returned, within counter_budget of wall time, so their cost is part of compiling, not of a mask.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <list>
 #include <memory>
@@ -26,8 +29,12 @@ namespace keel::grammar {
 
 class GrammarStore {
  public:
-  // max_bytes 0: no byte bound.
-  GrammarStore(std::shared_ptr<const VocabTrie> trie, size_t capacity, size_t max_bytes = 0);
+  // Wall time a new grammar may spend classifying its counter positions ahead of use.
+  static constexpr std::chrono::microseconds kCounterBudget{20'000};
+
+  // max_bytes 0: no byte bound. counter_budget 0: no counter positions classified ahead.
+  GrammarStore(std::shared_ptr<const VocabTrie> trie, size_t capacity, size_t max_bytes = 0,
+               std::chrono::microseconds counter_budget = kCounterBudget);
 
   // The mask cache for spec over this store's vocabulary; compiles on a miss (outside the lock).
   // Compile errors are returned and not cached.
@@ -52,6 +59,7 @@ class GrammarStore {
   std::shared_ptr<SharedClassifications> shared_;  // across this store's grammars
   size_t capacity_;
   size_t max_bytes_;
+  std::chrono::microseconds counter_budget_;
   mutable std::mutex mu_;
   Lru lru_;
   std::unordered_map<uint64_t, Entry> map_;

@@ -1,0 +1,32 @@
+// Counter positions classified ahead of use. A string under a maxLength/minLength counter stands, at
+// its k-th character, on a kernel position of the counter's rules (`block ::= x x ... x`, 16 items,
+// after k of them; `exactly[c] ::= exactly[c-1] x`) that no earlier column met, so the first mask
+// there classified it: a full walk of the vocabulary trie whose runs are cut by the count (~2.7 ms at
+// 128k tokens, CPU), paid by a decode step. classify_counters_ahead() makes those classifications
+// when the grammar is registered (GrammarStore::get_or_compile), lowest counts first, within a time
+// budget: positions the vocabulary's shared classifications already hold cost a key lookup, so a
+// counter shape costs its walks once per vocabulary. It calls TokenMaskCache::get, the same code the
+// first mask would run, so masks are unchanged; only when the cost is paid moves.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+#include "grammar/mask_cache.h"
+
+namespace keel::grammar {
+
+struct CounterPrefillStats {
+  uint32_t candidates = 0;  // counter positions found in the grammar
+  uint32_t classified = 0;  // of them, classified (or found shared) before the budget ran out
+};
+
+// The kernel positions of the grammar's `block` and `exactly` rules, in the order a string meets
+// them (by count, lowest first); each is at most once.
+std::vector<uint32_t> counter_positions(const CompiledGrammar& g);
+
+// Classifies counter_positions() in order until `budget` of wall time has been spent (checked after
+// each; one classification may overrun it).
+CounterPrefillStats classify_counters_ahead(TokenMaskCache& masks, std::chrono::microseconds budget);
+
+}  // namespace keel::grammar
