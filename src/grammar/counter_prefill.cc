@@ -7,6 +7,12 @@
 
 namespace keel::grammar {
 
+namespace {
+// Positions a string meets after more items than this are left to the first mask (a `maxLength:
+// 32767` counter's chain of 2,047 blocks would list 2,047).
+constexpr uint32_t kMaxCount = 256;
+}  // namespace
+
 std::vector<uint32_t> counter_positions(const CompiledGrammar& g) {
   const Grammar& ir = g.grammar();
   auto named = [&](uint32_t rule, std::string_view name) {
@@ -20,17 +26,22 @@ std::vector<uint32_t> counter_positions(const CompiledGrammar& g) {
     const bool chained = first.kind == FlatSymbol::Kind::kRule && first.index < r && named(first.index, "exactly");
     depth[r] = chained ? depth[first.index] + 1 : 1;
   }
-  // Counted in items of the string: a chain of blocks counts 16 items per block.
+  // Counted in items of the string: a block, or a run of them, counts 16.
+  auto width = [&](const FlatSymbol& sym) -> uint32_t {
+    const bool blocks = sym.kind == FlatSymbol::Kind::kRule && (named(sym.index, "block") || named(sym.index, "up_to"));
+    return blocks ? 16 : 1;
+  };
   std::vector<std::tuple<uint32_t, uint32_t>> found;  // (count, position)
   for (uint32_t r = 0; r < ir.rules.size(); ++r) {
-    const bool block = named(r, "block"), exactly = depth[r] > 0;
-    if (!block && !exactly) continue;
+    const bool exactly = depth[r] > 0, other = named(r, "block") || named(r, "up_to") || named(r, "repeat");
+    if (!exactly && !other) continue;
     for (uint32_t start : g.alt_starts(r)) {
       // Kernel positions: the dot after at least one symbol, before another.
+      uint32_t count = width(g.symbol(start));
       for (uint32_t p = start + 1; g.symbol(p).kind != FlatSymbol::Kind::kEnd; ++p) {
-        const FlatSymbol& item = g.symbol(p);
-        const uint32_t per = exactly && item.kind == FlatSymbol::Kind::kRule && named(item.index, "block") ? 16 : 1;
-        found.emplace_back(block ? p - start : depth[r] * per, p);
+        const uint32_t at = exactly ? depth[r] * width(g.symbol(p)) : count;
+        if (at <= kMaxCount) found.emplace_back(at, p);
+        count += width(g.symbol(p));
       }
     }
   }

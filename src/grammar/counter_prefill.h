@@ -1,7 +1,7 @@
 // Counter positions classified ahead of use. A string under a maxLength/minLength counter stands, at
-// its k-th character, on a kernel position of the counter's rules (`block ::= x x ... x`, 16 items,
-// after k of them; `exactly[c] ::= exactly[c-1] x`) that no earlier column met, so the first mask
-// there classified it: a full walk of the vocabulary trie whose runs are cut by the count (~2.7 ms at
+// its k-th character, on kernel positions of the counter's rules (`block ::= x x ... x`, 16 items,
+// after k of them; `exactly[c] ::= exactly[c-1] x`; `up_to`, `repeat`) that no earlier column met,
+// so the first mask there classified them: a full walk of the vocabulary trie whose runs are cut by the count (~2.7 ms at
 // 128k tokens, CPU), paid by a decode step. classify_counters_ahead() makes those classifications
 // when the grammar is registered (GrammarStore::get_or_compile), lowest counts first, within a time
 // budget: positions the vocabulary's shared classifications already hold cost a key lookup, so a
@@ -21,8 +21,9 @@ struct CounterPrefillStats {
   uint32_t classified = 0;  // of them, classified (or found shared) before the budget ran out
 };
 
-// The kernel positions of the grammar's `block` and `exactly` rules, in the order a string meets
-// them (by count, lowest first); each is at most once.
+// The kernel positions of the grammar's counter rules — `block`, `exactly`, `up_to` (a long
+// bound's choice of blocks and tail) and `repeat` (the copies a minimum requires) — in the order a
+// string meets them (by count of items, lowest first; a block counts 16), up to 256 items; each once.
 std::vector<uint32_t> counter_positions(const CompiledGrammar& g);
 
 // Classifies counter_positions() in order until `budget` of wall time has been spent (checked after
