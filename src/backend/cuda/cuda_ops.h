@@ -24,9 +24,6 @@
 
 namespace keel::backend::cuda {
 
-// Whether p suits 16-byte vector loads (the GEMV kernels' operands).
-inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
 // matmul_ops.cc: the GEMV launch group of targets (weights, biases, outputs; at most kGemvMaxSegments).
 GemvGroup gemv_group(std::span<const Backend::MatmulTarget> targets);
 

@@ -22,6 +22,13 @@ void dispatch_act(ActType t, Fn&& fn) {
   }
 }
 
+// One 16-byte vector of T (8 bf16 or 4 f32 elements), for kernels that load and store 16 bytes at a time.
+template <typename T>
+struct alignas(16) Vec16 {
+  static constexpr int kN = 16 / static_cast<int>(sizeof(T));
+  T v[kN];
+};
+
 inline unsigned grid_1d(int64_t n, int threads) { return static_cast<unsigned>((n + threads - 1) / threads); }
 
 }  // namespace keel::backend::cuda

@@ -24,12 +24,6 @@ __global__ void silu_mul_kernel(const T* gate, const T* up, T* out, int64_t n) {
 // 16-byte aligned. Each element is computed as silu_mul_kernel computes it (same results); the wide
 // loads and stores move the bytes at bandwidth where one element per thread did not (prefill sizes).
 template <typename T>
-struct alignas(16) Vec16 {
-  static constexpr int kN = 16 / static_cast<int>(sizeof(T));
-  T v[kN];
-};
-
-template <typename T>
 __global__ void silu_mul_vec_kernel(const Vec16<T>* gate, const Vec16<T>* up, Vec16<T>* out, int64_t n_vec) {
   pdl_trigger();
   pdl_wait();
@@ -44,8 +38,6 @@ __global__ void silu_mul_vec_kernel(const Vec16<T>* gate, const Vec16<T>* up, Ve
   }
   out[i] = o;
 }
-
-bool vec_aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 template <typename T>
 __global__ void add_kernel(const T* a, const T* b, T* out, int64_t n) {
@@ -89,7 +81,7 @@ void launch_silu_mul(const void* gate, const void* up, void* out, int64_t n, Act
   dispatch_act(t, [&](auto tag) {
     using T = decltype(tag);
     constexpr int64_t e = Vec16<T>::kN;
-    if (vec_on && n % e == 0 && vec_aligned(gate) && vec_aligned(up) && vec_aligned(out)) {
+    if (vec_on && n % e == 0 && aligned16(gate) && aligned16(up) && aligned16(out)) {
       launch_pdl(silu_mul_vec_kernel<T>, dim3(grid_1d(n / e, kThreads)), dim3(kThreads), 0, s,
                  static_cast<const Vec16<T>*>(gate), static_cast<const Vec16<T>*>(up), static_cast<Vec16<T>*>(out),
                  n / e);

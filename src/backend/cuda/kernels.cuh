@@ -11,6 +11,9 @@ namespace keel::backend::cuda {
 
 enum class ActType { kF32, kBF16 };
 
+// Whether p suits 16-byte vector loads and stores (the GEMV, row-norm and vector SiLU-mul kernels' operands).
+inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
 // out [n, d] (act) = table [vocab, d] (bf16) rows ids [n].
 // from (may be null): where from[i] >= 0 the id is sampled[from[i]] instead of ids[i] (overlap scheduling).
 void launch_embed(const void* table, const int32_t* ids, const int32_t* from, const int32_t* sampled, int64_t n,

@@ -15,21 +15,13 @@ namespace {
 
 constexpr int kMaxThreads = 512;
 
-// One 16-byte vector of T.
+// v rounded to T and back (what a later load of the stored T reads).
 template <typename T>
-struct alignas(16) Vec16 {
-  static constexpr int kN = 16 / static_cast<int>(sizeof(T));
-  T v[kN];
-};
-
-__device__ __forceinline__ float round_to(float v, const float*) { return v; }
-__device__ __forceinline__ float round_to(float v, const __nv_bfloat16*) {
-  return __bfloat162float(__float2bfloat16_rn(v));
+__device__ __forceinline__ float round_to(float v) {
+  T t;
+  store_f(&t, 0, v);
+  return load_f(&t, 0);
 }
-__device__ __forceinline__ float to_float(float v) { return v; }
-__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ void from_float(float& d, float v) { d = v; }
-__device__ __forceinline__ void from_float(__nv_bfloat16& d, float v) { d = __float2bfloat16_rn(v); }
 
 __device__ float rows_block_sum(float v) {
   __shared__ float warp_sums[kMaxThreads / 32];
@@ -72,8 +64,8 @@ __global__ void __launch_bounds__(kMaxThreads) rms_norm_rows_kernel(T* residual,
     const int64_t i = threadIdx.x + static_cast<int64_t>(c) * blockDim.x;
 #pragma unroll
     for (int e = 0; e < E; ++e) {
-      float v = to_float(rv[c].v[e]);
-      if (xrow != nullptr) v = round_to(v + to_float(xv[c].v[e]), residual);  // as later reads will see it
+      float v = load_f(rv[c].v, e);
+      if (xrow != nullptr) v = round_to<T>(v + load_f(xv[c].v, e));  // as later reads will see it
       r[c][e] = i < nvec ? v : 0.0f;
       ss += r[c][e] * r[c][e];
     }
@@ -100,8 +92,8 @@ __global__ void __launch_bounds__(kMaxThreads) rms_norm_rows_kernel(T* residual,
     V o;
 #pragma unroll
     for (int e = 0; e < E; ++e) {
-      from_float(o.v[e], r[c][e] * inv * wv[c][e]);
-      if (xrow != nullptr) from_float(rv[c].v[e], r[c][e]);
+      store_f(o.v, e, r[c][e] * inv * wv[c][e]);
+      if (xrow != nullptr) store_f(rv[c].v, e, r[c][e]);
     }
     if (xrow != nullptr) rrow[i] = rv[c];
     orow[i] = o;
@@ -117,14 +109,12 @@ int vectors_per_thread(int64_t nvec) {
   return 0;
 }
 
-bool aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
 }  // namespace
 
 bool rms_norm_rows_fits(const void* residual, const void* x, const float* w, int64_t d, const void* out, ActType t) {
   const int64_t e = t == ActType::kF32 ? 4 : 8;
-  return d % e == 0 && d / e >= kRowsMinVectors && vectors_per_thread(d / e) > 0 && aligned(residual) &&
-         (x == nullptr || aligned(x)) && aligned(w) && aligned(out);
+  return d % e == 0 && d / e >= kRowsMinVectors && vectors_per_thread(d / e) > 0 && aligned16(residual) &&
+         (x == nullptr || aligned16(x)) && aligned16(w) && aligned16(out);
 }
 
 void launch_rms_norm_rows(void* residual, const void* x, const float* w, float eps, int64_t n, int64_t d, void* out,
