@@ -104,7 +104,7 @@ void CudaBackend::rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& 
 }
 
 void CudaBackend::add_rms_norm(Tensor& residual, const Tensor& x, const Tensor& w, float eps, Tensor& out) {
-  ScopedOp prof(*prof_, profile_shapes() ? profile_label("add_rms_norm", x.n_rows(), 0, 0) : "add_rms_norm");
+  ScopedOp prof(*prof_, profile_label("add_rms_norm", x.n_rows(), 0, 0));
   check_same(residual, x, "add_rms_norm");
   check_same(residual, out, "add_rms_norm");
   KEEL_CHECK(w.dtype == DType::kF32 && w.numel() == x.row_len(), "add_rms_norm: weight {} for rows of {}",
@@ -152,7 +152,7 @@ void CudaBackend::write_kv(const Tensor& k, const Tensor& v, std::span<const int
 
 void CudaBackend::rope_write_kv(Tensor& q, Tensor& k, const Tensor& v, std::span<const int32_t> positions,
                                 std::span<const int32_t> slots, const RopeParams& p, Tensor& k_cache, Tensor& v_cache) {
-  ScopedOp prof(*prof_, profile_shapes() ? profile_label("rope_write_kv", q.shape[0], 0, 0) : "rope_write_kv");
+  ScopedOp prof(*prof_, profile_label("rope_write_kv", q.shape[0], 0, 0));
   KEEL_CHECK(q.shape.rank == 3 && k.shape.rank == 3 && v.shape == k.shape && q.shape[0] == k.shape[0] &&
                  q.shape[2] == k.shape[2] && q.dtype == k.dtype && v.dtype == k.dtype,
              "rope_write_kv: q {} k {} v {} must be [n, heads, head_dim] of one dtype", q.shape.to_string(),
@@ -203,7 +203,7 @@ unsigned* CudaBackend::split_counters() {
 
 void CudaBackend::attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const AttentionParams& p,
                             Tensor& out) {
-  ScopedOp prof(*prof_, profile_shapes() ? profile_label("attention", q.shape[0], 0, 0) : "attention");
+  ScopedOp prof(*prof_, profile_label("attention", q.shape[0], 0, 0));
   KEEL_CHECK(q.shape.rank == 3 && out.shape == q.shape && out.dtype == q.dtype,
              "attention: q {} out {} must be [n, n_heads, head_dim]", q.shape.to_string(), out.shape.to_string());
   KEEL_CHECK(k_cache.shape.rank == 3 && k_cache.shape == v_cache.shape && k_cache.dtype == q.dtype &&
@@ -296,7 +296,7 @@ void CudaBackend::attention(const Tensor& q, const Tensor& k_cache, const Tensor
 }
 
 void CudaBackend::silu_mul(const Tensor& gate, const Tensor& up, Tensor& out) {
-  ScopedOp prof(*prof_, profile_shapes() ? profile_label("silu_mul", gate.n_rows(), 0, 0) : "silu_mul");
+  ScopedOp prof(*prof_, profile_label("silu_mul", gate.n_rows(), 0, 0));
   check_same(gate, up, "silu_mul");
   check_same(gate, out, "silu_mul");
   if (skip_launch(gate.data, up.data, out.data, gate.numel(), gate.dtype)) return;

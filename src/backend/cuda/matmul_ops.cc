@@ -52,7 +52,7 @@ const void* CudaBackend::matmul_input(const Tensor& x, int block) {
 
 void CudaBackend::matmul(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out) {
   const int64_t n = x.n_rows(), k = x.row_len(), m = w.n_rows();
-  ScopedOp prof(*prof_, profile_shapes() ? profile_label("matmul", n, m, k) : "matmul");
+  ScopedOp prof(*prof_, profile_label("matmul", n, m, k));
   const bool f32 = w.dtype == DType::kF32;
   KEEL_CHECK((x.dtype == DType::kBF16 || x.dtype == DType::kF32) && x.dtype == w.dtype,
              "matmul: x {} and w {} must both be bf16 or both f32", tensor::dtype_name(x.dtype),

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 namespace keel::backend::cuda {
+namespace {
 
 bool profile_shapes() {
   static const bool on = [] {
@@ -18,7 +19,10 @@ bool profile_shapes() {
   return on;
 }
 
+}  // namespace
+
 const char* profile_label(const char* op, int64_t n, int64_t m, int64_t k) {
+  if (!profile_shapes()) return op;
   static std::mutex mu;
   static std::set<std::string> labels;  // node-based: c_str() of an element never moves
   std::string s = n <= 256 ? fmt::format("{} n{}", op, n) : fmt::format("{} n<={}", op, (n + 1023) / 1024 * 1024);

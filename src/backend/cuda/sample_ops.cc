@@ -40,7 +40,7 @@ void CudaBackend::wait_sampled(std::span<int32_t> tokens) {
 }
 
 void CudaBackend::sample_rows_async(const Tensor& logits, const DeviceSampleInput& in) {
-  ScopedOp prof(*prof_, profile_shapes() ? profile_label("sample", logits.n_rows(), 0, 0) : "sample");
+  ScopedOp prof(*prof_, profile_label("sample", logits.n_rows(), 0, 0));
   KEEL_CHECK(mode_ == GraphMode::kEager, "sample_rows inside a graph step");
   KEEL_CHECK(!sampled_unread_, "sample_rows_async: the last sampling was not read (wait_sampled)");
   KEEL_CHECK(logits.dtype == DType::kF32, "sample_rows: logits must be f32, got {}", tensor::dtype_name(logits.dtype));
