@@ -72,7 +72,6 @@
 #include <atomic>
 #include <limits>
 #include <optional>
-#include <vector>
 
 #include "router/policy.h"
 
@@ -111,12 +110,13 @@ class CacheAware final : public Policy {
     // Idle relaxation: while the fleet has spare capacity after the decision (an in-scope replica
     // still idle, and no more requests in flight than replicas), the cap is balance_idle_cap.
     const bool relaxing = config_.balance_idle_cap > cap(0);
+    // The least busy in-scope load once v (in scope) takes the request.
+    auto lo_after = [&](const CandidateView& v) { return v.load == lo && n_lo == 1 ? std::min(lo + 1, second) : lo; };
     auto keeps_bound = [&](const CandidateView& v) {
       const int64_t after = effective_load(v) + 1;
       if (!in_scope(v)) return after <= cap(lo);
-      const int64_t lo_after = v.load == lo && n_lo == 1 ? std::min(lo + 1, second) : lo;
-      const bool spare = relaxing && lo_after == 0 && total + 1 <= n_scope;
-      return std::max(hi, after) <= (spare ? config_.balance_idle_cap : cap(lo_after));
+      const bool spare = relaxing && lo_after(v) == 0 && total + 1 <= n_scope;
+      return std::max(hi, after) <= (spare ? config_.balance_idle_cap : cap(lo_after(v)));
     };
     bool any = false;
     for (const auto& v : c) any = any || keeps_bound(v);
@@ -126,17 +126,12 @@ class CacheAware final : public Policy {
     // more than the cap, or remote-only headroom), the least loaded candidates are the only ones that
     // move toward it.
     auto within_bound = [&](const CandidateView& v) { return any ? keeps_bound(v) : effective_load(v) == min_eff; };
+    auto cost = [&](const CandidateView& v) { return config_.cost(req.n_keys, v.match, req.tokens_per_key); };
     if (config_.spill_factor > 0) {
-      std::vector<char> within(c.size());
-      for (size_t i = 0; i < c.size(); ++i) within[i] = within_bound(c[i]);
-      auto holder_room = [&](const CandidateView& v) {
-        const int64_t lo_after = v.load == lo && n_lo == 1 ? std::min(lo + 1, second) : lo;
-        return cap(lo_after) + config_.spill_slack - v.load;
-      };
-      if (auto p = by_cost(req, c, within, in_scope, holder_room)) return *p;
+      auto holder_room = [&](const CandidateView& v) { return cap(lo_after(v)) + config_.spill_slack - v.load; };
+      if (auto p = by_cost(req, c, cost, within_bound, in_scope, holder_room)) return *p;
     }
     // Work rule: the cheapest cost and the earliest finish among the candidates the count bound allows.
-    auto cost = [&](const CandidateView& v) { return config_.cost(req.n_keys, v.match, req.tokens_per_key); };
     int64_t ok_cost = std::numeric_limits<int64_t>::max(), ok_finish = std::numeric_limits<int64_t>::max();
     for (const auto& v : c) {
       if (!within_bound(v)) continue;
@@ -151,8 +146,7 @@ class CacheAware final : public Policy {
       const double limit = std::max(config_.balance_rel_threshold * static_cast<double>(ok_finish),
                                     static_cast<double>(ok_finish + config_.balance_abs_work));
       if (finish > limit) return false;
-      const int64_t lo_after = v.load == lo && n_lo == 1 ? std::min(lo + 1, second) : lo;
-      return v.load + 1 <= cap(lo_after) + config_.balance_work_slack;
+      return v.load + 1 <= cap(lo_after(v)) + config_.balance_work_slack;
     };
     // Group affinity: a group with few requests in flight is no burst; its holder may queue them.
     const bool affinity = req.group_in_flight < config_.group_affinity;
@@ -184,11 +178,12 @@ class CacheAware final : public Policy {
   }
 
  private:
-  // Equal-match set and cost spill (spill_factor > 0; see the file comment). `within[i]`: the count
-  // bound allows candidate i; holder_room(v): requests v may still take before spill_slack over the
-  // count cap is used up. nullopt when no candidate holds a useful match (the free-cache pick decides).
-  template <typename InScope, typename Room>
-  std::optional<Pick> by_cost(const RouteRequest& req, std::span<const CandidateView> c, const std::vector<char>& within,
+  // Equal-match set and cost spill (spill_factor > 0; see the file comment). cost(v): the request's cost
+  // on v; within(v): the count bound allows v; holder_room(v): requests v may still take before
+  // spill_slack over the count cap is used up. nullopt when no candidate holds a useful match (the
+  // free-cache pick decides).
+  template <typename Cost, typename Within, typename InScope, typename Room>
+  std::optional<Pick> by_cost(const RouteRequest& req, std::span<const CandidateView> c, Cost cost, Within within,
                               InScope in_scope, Room holder_room) {
     int64_t best_match = 0;
     for (const auto& v : c) best_match = std::max(best_match, v.match);
@@ -196,7 +191,6 @@ class CacheAware final : public Policy {
     if (best_match == 0 || static_cast<double>(best_match) < config_.min_match_ratio * static_cast<double>(n_keys)) {
       return std::nullopt;
     }
-    auto cost = [&](const CandidateView& v) { return config_.cost(req.n_keys, v.match, req.tokens_per_key); };
     const int64_t best_cost = config_.cost(req.n_keys, best_match, req.tokens_per_key);
     const auto tolerance = std::max(
         config_.equal_match_tokens,
@@ -212,7 +206,7 @@ class CacheAware final : public Policy {
     for (size_t i = 0; i < c.size(); ++i) {
       if (!equal(c[i])) continue;
       const auto idx = static_cast<int32_t>(i);
-      if (within[i] && (holder_in < 0 || less_busy(c[i], c[static_cast<size_t>(holder_in)]))) holder_in = idx;
+      if (within(c[i]) && (holder_in < 0 || less_busy(c[i], c[static_cast<size_t>(holder_in)]))) holder_in = idx;
       if (in_scope(c[i]) && (holder < 0 || less_busy(c[i], c[static_cast<size_t>(holder)]))) holder = idx;
     }
     if (holder_in >= 0) return Pick{.index = holder_in, .decision = Decision::kCacheHit};
@@ -222,7 +216,7 @@ class CacheAware final : public Policy {
     const size_t start = turn_.fetch_add(1, std::memory_order_relaxed) % c.size();
     for (size_t k = 0; k < c.size(); ++k) {
       const size_t i = (start + k) % c.size();
-      if (!within[i]) continue;
+      if (!within(c[i])) continue;
       if (target < 0) {
         target = static_cast<int32_t>(i);
         continue;
