@@ -54,73 +54,42 @@ bool TokenMaskCache::classified(uint32_t pos) {
 
 bool TokenMaskCache::load_mask(StateTable::State s, std::span<uint32_t> out) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = finished_.find(s);
-  if (it == finished_.end()) return false;
-  std::copy(it->second.begin(), it->second.end(), out.begin());
+  const std::vector<uint32_t>* mask = finished_.find(s);
+  if (mask == nullptr) return false;
+  std::copy(mask->begin(), mask->end(), out.begin());
   return true;
 }
 
 void TokenMaskCache::store_mask(StateTable::State s, std::span<const uint32_t> mask) {
-  if (max_finished_ == 0) return;
+  const size_t bytes = n_mask_words() * sizeof(uint32_t) + 4 * sizeof(void*);
   std::lock_guard<std::mutex> lock(mu_);
   if (finished_.contains(s)) return;
-  const size_t bytes = n_mask_words() * sizeof(uint32_t) + 4 * sizeof(void*);
-  if (finished_.size() >= max_finished_) {
-    finished_.erase(finished_order_.front());
-    finished_order_.pop_front();
-    mask_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
-  }
-  finished_.emplace(s, std::vector<uint32_t>(mask.begin(), mask.begin() + static_cast<ptrdiff_t>(n_mask_words())));
-  finished_order_.push_back(s);
-  mask_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  count(finished_.insert(s, std::vector<uint32_t>(mask.begin(), mask.begin() + static_cast<ptrdiff_t>(n_mask_words())),
+                         bytes, max_finished_ * bytes));
 }
 
 std::shared_ptr<const TokenMaskCache::Ranges> TokenMaskCache::load_subtree(StateTable::State s, uint32_t node) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = subtrees_.find(static_cast<uint64_t>(s) << 32 | node);
-  return it == subtrees_.end() ? nullptr : it->second;
+  const auto* ranges = subtrees_.find(static_cast<uint64_t>(s) << 32 | node);
+  return ranges == nullptr ? nullptr : *ranges;
 }
 
 void TokenMaskCache::store_subtree(StateTable::State s, uint32_t node, std::shared_ptr<const Ranges> ranges) {
-  auto bytes_of = [](const Ranges& r) { return r.size() * sizeof(r[0]) + sizeof(Ranges) + 6 * sizeof(void*); };
-  const size_t bytes = bytes_of(*ranges);
-  if (bytes > kSubtreeBudget) return;
+  const size_t bytes = ranges->size() * sizeof((*ranges)[0]) + sizeof(Ranges) + 6 * sizeof(void*);
   std::lock_guard<std::mutex> lock(mu_);
-  const uint64_t key = static_cast<uint64_t>(s) << 32 | node;
-  if (subtrees_.contains(key)) return;
-  while (subtree_bytes_ + bytes > kSubtreeBudget) {
-    auto it = subtrees_.find(subtree_order_.front());
-    const size_t freed = bytes_of(*it->second);
-    subtree_bytes_ -= freed;
-    mask_bytes_.fetch_sub(freed, std::memory_order_relaxed);
-    subtrees_.erase(it);
-    subtree_order_.pop_front();
-  }
-  subtrees_.emplace(key, std::move(ranges));
-  subtree_order_.push_back(key);
-  subtree_bytes_ += bytes;
-  mask_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  count(subtrees_.insert(static_cast<uint64_t>(s) << 32 | node, std::move(ranges), bytes, kSubtreeBudget));
 }
 
 std::shared_ptr<const TokenMaskCache::FirstByteMask> TokenMaskCache::load_first_byte(StateTable::State t) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = first_byte_.find(t);
-  return it == first_byte_.end() ? nullptr : it->second;
+  const auto* mask = first_byte_.find(t);
+  return mask == nullptr ? nullptr : *mask;
 }
 
 void TokenMaskCache::store_first_byte(StateTable::State t, std::shared_ptr<const FirstByteMask> mask) {
-  if (max_finished_ == 0) return;
   const size_t bytes = n_mask_words() * sizeof(uint32_t) + sizeof(FirstByteMask) + 6 * sizeof(void*);
   std::lock_guard<std::mutex> lock(mu_);
-  if (first_byte_.contains(t)) return;
-  if (first_byte_.size() >= 4 * max_finished_) {
-    first_byte_.erase(first_byte_order_.front());
-    first_byte_order_.pop_front();
-    mask_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
-  }
-  first_byte_.emplace(t, std::move(mask));
-  first_byte_order_.push_back(t);
-  mask_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  count(first_byte_.insert(t, std::move(mask), bytes, 4 * max_finished_ * bytes));
 }
 
 uint32_t TokenMaskCache::note_first_byte_target(StateTable::State t, StateTable::State from) {

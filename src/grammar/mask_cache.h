@@ -22,7 +22,6 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -31,6 +30,7 @@
 #include <vector>
 
 #include "grammar/compiled_grammar.h"
+#include "grammar/fifo_map.h"
 #include "grammar/shared_classes.h"
 #include "grammar/state_table.h"
 #include "grammar/vocab_trie.h"
@@ -87,6 +87,11 @@ class TokenMaskCache {
 
  private:
   PositionMask classify(uint32_t pos);
+  // A FifoMap insert's bytes into mask_bytes_.
+  void count(FifoChange c) {
+    mask_bytes_.fetch_add(c.added, std::memory_order_relaxed);
+    mask_bytes_.fetch_sub(c.dropped, std::memory_order_relaxed);
+  }
 
   std::shared_ptr<const CompiledGrammar> grammar_;
   std::shared_ptr<const VocabTrie> trie_;
@@ -95,13 +100,11 @@ class TokenMaskCache {
   std::shared_ptr<SharedClassifications> shared_;
   std::unordered_map<uint32_t, std::shared_ptr<const PositionMask>> masks_;
   size_t max_finished_;
-  std::unordered_map<StateTable::State, std::vector<uint32_t>> finished_;
-  std::deque<StateTable::State> finished_order_;  // oldest first
-  std::unordered_map<uint64_t, std::shared_ptr<const Ranges>> subtrees_;  // state << 32 | node
-  std::deque<uint64_t> subtree_order_;  // oldest first
-  size_t subtree_bytes_ = 0;
-  std::unordered_map<StateTable::State, std::shared_ptr<const FirstByteMask>> first_byte_;
-  std::deque<StateTable::State> first_byte_order_;  // oldest first
+  // Oldest dropped first: finished masks up to max_finished_ of them, first-byte masks up to 4x that,
+  // subtree ranges up to kSubtreeBudget bytes.
+  FifoMap<StateTable::State, std::vector<uint32_t>> finished_;
+  FifoMap<uint64_t, std::shared_ptr<const Ranges>> subtrees_;  // state << 32 | node
+  FifoMap<StateTable::State, std::shared_ptr<const FirstByteMask>> first_byte_;
   std::unordered_map<StateTable::State, std::pair<StateTable::State, uint32_t>> first_byte_targets_;  // last column, count
   size_t grammar_bytes_ = 0;
   std::atomic<size_t> mask_bytes_{0};  // classifications, finished and first-byte masks, subtree ranges held
