@@ -133,7 +133,9 @@ if want grammar; then
 fi
 
 if want servebench; then
-  KEEL_CUDA_STEP_TIMES=1 bench/cuda/serve_bench.sh "$KEEL" "$OUT/models/tiny_llama/tokenizer.json" "$OUT/serve_bench" >"$OUT/serve_bench.log" 2>&1; rc=$?
+  # KEEL_SERVE_PARTS: serve_bench.sh's parts (default c64 c256 ttft; `anchor` adds 1,000 / 1,000 at c256).
+  KEEL_CUDA_STEP_TIMES=1 bench/cuda/serve_bench.sh "$KEEL" "$OUT/models/tiny_llama/tokenizer.json" "$OUT/serve_bench" \
+    "${KEEL_SERVE_PARTS:-c64 c256 ttft}" >"$OUT/serve_bench.log" 2>&1; rc=$?
   note "serve bench llama3-8b" "rc=$rc"
 fi
 

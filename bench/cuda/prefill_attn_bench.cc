@@ -4,7 +4,9 @@
 // chunk after a 2,048-token prefix, and a mixed serve step (7 prompts of 1,024 + 248 decode rows with
 // 1,100 keys each). Each shape runs with the tensor-core kernel at 64, 128 and 256 query rows per block
 // (attention_tc.h); the mixed step also with its decode rows on tensor-core items (as before session 6)
-// or on the decode kernel (attention_plan.h). Mean of 20 calls issued back to back after 3 warm-ups
+// or on the decode kernel (attention_plan.h); then mixed steps of 248, 56 and 16 decode rows in each mixed
+// mode (0: decode rows unsplit after the tensor-core kernel, 1: split-KV, 2: split-KV on a second stream
+// beside it) next to their prompts alone and their decode rows alone. Mean of 20 calls issued back to back after 3 warm-ups
 // (device time per call); TFLOP/s counts the causal FLOPs (4 x head_dim per query head and visible key).
 // Slots are runs of consecutive slots in a 128k-slot pool (537 MB per cache), random data.
 #include <algorithm>
@@ -115,6 +117,8 @@ int main(int argc, char** argv) {
   std::printf("%-28s | %-22s | %-22s | %-22s | %-22s | %-22s\n", "case", "64 rows, mixed on tc", "64 rows",
               "128 rows", "256 rows", "128 rows, mixed on tc");
   std::printf("%-28s | %-22s |\n", "", "(before session 6)");
+  const int default_rows = backend::cuda::attention_tc_rows();
+  const int default_mode = backend::cuda::attention_mixed_mode();
   for (const Case& c : cases) {
     double flops = 0;
     auto run = [&](int rows, bool split) {
@@ -128,6 +132,26 @@ int main(int argc, char** argv) {
     for (const int rows : {64, 128, 256}) run(rows, true);
     if (c.seqs.size() > 8) run(128, false);  // the mixed step
     std::printf("\n");
+  }
+  // Mixed steps by mixed mode (tensor-core rows at the default), with their two parts alone.
+  backend::cuda::set_attention_tc_rows(default_rows);
+  backend::cuda::set_attention_mixed_split(true);
+  std::printf("\nmixed steps (%d-row tensor-core blocks), ms per call: mode 0 unsplit after | 1 split-KV | 2 split-KV "
+              "beside | prompts alone | decode rows alone\n", default_rows);
+  for (const int n_dec : {248, 56, 16}) {
+    std::vector<SeqShape> m(7, {0, 1024}), dec;
+    m.insert(m.end(), static_cast<size_t>(n_dec), {1099, 1});
+    dec.assign(static_cast<size_t>(n_dec), {1099, 1});
+    double flops = 0;
+    std::printf("7 x 1024 + %3d decode (1,100 keys)", n_dec);
+    for (const int mode : {0, 1, 2}) {
+      backend::cuda::set_attention_mixed_mode(mode);
+      std::printf(" | %7.3f", time_case(gpu, m, q.tensor(), k.tensor(), v.tensor(), out.tensor(), flops));
+    }
+    backend::cuda::set_attention_mixed_mode(default_mode);
+    std::printf(" | %7.3f", time_case(gpu, std::vector<SeqShape>(7, {0, 1024}), q.tensor(), k.tensor(), v.tensor(),
+                                      out.tensor(), flops));
+    std::printf(" | %7.3f\n", time_case(gpu, dec, q.tensor(), k.tensor(), v.tensor(), out.tensor(), flops));
   }
   return 0;
 }

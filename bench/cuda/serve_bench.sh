@@ -4,9 +4,11 @@
 # keel bench serve over HTTP:
 # - throughput at concurrency 64 and 256, 1,024 input (1,024 words: the workload's words are one
 #   SmolLM2 token each, as the reported usage shows) / 256 output tokens, ignore_eos, greedy;
+# - the issue's anchor workload (part `anchor`, not run by default): 1,000 input / 1,000 output tokens at
+#   concurrency 256 (256 requests: one wave), TensorRT-LLM's 17,744 output tok/s (FP8) figure's shape;
 # - TTFT of a ~4,000-token prompt uncached (distinct prompts, one at a time) and with its prefix cached
 #   (one shared 4,000-word system prompt, an 8-word question each; the first request fills the cache).
-# usage: bench/cuda/serve_bench.sh KEEL_BINARY TOKENIZER_JSON OUT_DIR [c64 c256 ttft]
+# usage: bench/cuda/serve_bench.sh KEEL_BINARY TOKENIZER_JSON OUT_DIR [c64 c256 ttft anchor]
 # (KEEL_OVERLAP=0 in the environment: the server without overlap scheduling, for before/after.)
 set -uo pipefail
 KEEL=$1 TOKJ=$2 OUT=$3
@@ -31,6 +33,8 @@ bench() {  # name, then keel bench serve flags
 IO=(--input-words-min 1024 --input-words-max 1024 --output-tokens-min 256 --output-tokens-max 256)
 [[ $PARTS == *c64* ]] && bench c64 -c 64 -n 192 "${IO[@]}" --seed 1
 [[ $PARTS == *c256* ]] && bench c256 -c 256 -n 512 "${IO[@]}" --seed 2
+[[ $PARTS == *anchor* ]] && bench anchor_c256 -c 256 -n 256 --input-words-min 1000 --input-words-max 1000 \
+  --output-tokens-min 1000 --output-tokens-max 1000 --seed 5
 if [[ $PARTS == *ttft* ]]; then
   bench ttft_uncached -c 1 -n 6 --input-words-min 4000 --input-words-max 4000 --output-tokens-min 4 \
     --output-tokens-max 4 --seed 3

@@ -197,23 +197,37 @@ TEST_F(AttentionBf16, TensorCorePrefillLong) {
 TEST_F(AttentionBf16, TensorCoreMixedDecodeRows) {
   const std::vector<SeqShape> mixed = {{0, 50}, {300, 1}, {2000, 1}, {40, 31}, {0, 1}, {5000, 1}, {129, 1}};
   const bool saved = backend::cuda::attention_mixed_split();
+  const int saved_mode = backend::cuda::attention_mixed_mode();
   for (const bool split : {true, false}) {
     backend::cuda::set_attention_mixed_split(split);
-    SCOPED_TRACE(::testing::Message() << "mixed split " << split);
-    for (Heads h : {Heads{32, 8, 128}, Heads{8, 8, 64}, Heads{16, 2, 128}, Heads{16, 1, 64}}) {
-      const backend::cuda::AttentionPlan plan = plan_of(h, mixed);
-      EXPECT_TRUE(plan.tensor_cores);
-      const bool decode_kernel = split && h.n_heads / h.n_kv <= 8;
-      // 5 one-token sequences x kv heads; the tensor-core items cover only the other two then.
-      EXPECT_EQ(plan.decode_items.size(), decode_kernel ? static_cast<size_t>(5 * h.n_kv) : 0u);
-      if (decode_kernel) {
-        EXPECT_GE(plan.decode_split_len, 5001);
-        for (const auto& it : plan.items) EXPECT_TRUE(it.seq == 0 || it.seq == 3);
+    // Mixed modes: 0 one split of all keys per decode item, 1 split-KV, 2 split-KV on a second stream.
+    for (const int mode : split ? std::vector<int>{0, 1, 2} : std::vector<int>{0}) {
+      backend::cuda::set_attention_mixed_mode(mode);
+      SCOPED_TRACE(::testing::Message() << "mixed split " << split << ", mode " << mode);
+      for (Heads h : {Heads{32, 8, 128}, Heads{8, 8, 64}, Heads{16, 2, 128}, Heads{16, 1, 64}}) {
+        const backend::cuda::AttentionPlan plan = plan_of(h, mixed);
+        EXPECT_TRUE(plan.tensor_cores);
+        const bool decode_kernel = split && h.n_heads / h.n_kv <= 8;
+        // 5 one-token sequences x kv heads; the tensor-core items cover only the other two then.
+        EXPECT_EQ(plan.decode_items.size(), decode_kernel ? static_cast<size_t>(5 * h.n_kv) : 0u);
+        if (decode_kernel) {
+          // The splits cover the longest context (5,001 keys); with 5 x n_kv items on 132 SMs the
+          // split-KV modes cut it (a few items: 32-key units, wave fill).
+          EXPECT_GE(static_cast<int64_t>(plan.decode_splits) * plan.decode_split_len, 5001);
+          EXPECT_LT(static_cast<int64_t>(plan.decode_splits - 1) * plan.decode_split_len, 5001);
+          if (mode == 0) {
+            EXPECT_EQ(plan.decode_splits, 1);
+          } else {
+            EXPECT_GT(plan.decode_splits, 1);
+          }
+          for (const auto& it : plan.items) EXPECT_TRUE(it.seq == 0 || it.seq == 3);
+        }
+        for_each_tc_rows([&](int) { check(h, mixed, "mixed prefill + decode rows"); });
       }
-      for_each_tc_rows([&](int) { check(h, mixed, "mixed prefill + decode rows"); });
     }
   }
   backend::cuda::set_attention_mixed_split(saved);
+  backend::cuda::set_attention_mixed_mode(saved_mode);
 }
 
 // The decode kernel: GQA groups 1..8 at head_dim 64 and 128, contexts of 1 key up to several splits,

@@ -86,13 +86,14 @@ __device__ __forceinline__ void merge_if_last(const AttnLaunch& p, int n_real, i
   __syncthreads();
   if (!last) return;
   __threadfence();
-  const int64_t n_rows_total = p.n_tokens * p.n_heads;
+  // Partial rows are per (split, item, head of the group): (split x items + item) x G + g.
+  const int64_t n_prows = static_cast<int64_t>(gridDim.x) * G, prow0 = static_cast<int64_t>(blockIdx.x) * G;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   for (int g = warp; g < G; g += kWarps) {
-    const int64_t row = row0 + g;
+    const int64_t prow = prow0 + g;
     float mx = -FLT_MAX;
     for (int sp = lane; sp < n_real; sp += 32) {
-      const float m = __ldcg(&p.partial_ml[2 * (sp * n_rows_total + row)]);
+      const float m = __ldcg(&p.partial_ml[2 * (sp * n_prows + prow)]);
       f_s[g * kMaxMergeSplits + sp] = m;
       mx = fmaxf(mx, m);
     }
@@ -100,7 +101,7 @@ __device__ __forceinline__ void merge_if_last(const AttnLaunch& p, int n_real, i
     for (int sp = lane; sp < n_real; sp += 32) {
       const float f = expf(f_s[g * kMaxMergeSplits + sp] - mx);
       f_s[g * kMaxMergeSplits + sp] = f;
-      f_s[(G + g) * kMaxMergeSplits + sp] = __ldcg(&p.partial_ml[2 * (sp * n_rows_total + row) + 1]) * f;
+      f_s[(G + g) * kMaxMergeSplits + sp] = __ldcg(&p.partial_ml[2 * (sp * n_prows + prow) + 1]) * f;
     }
     __syncwarp();
     if (lane == 0) {
@@ -112,25 +113,25 @@ __device__ __forceinline__ void merge_if_last(const AttnLaunch& p, int n_real, i
   __syncthreads();
   for (int idx = threadIdx.x; idx < G * HD; idx += blockDim.x) {
     const int g = idx / HD, d = idx % HD;
-    const int64_t row = row0 + g;
+    const int64_t row = row0 + g, prow = prow0 + g;
     const float* f = f_s + g * kMaxMergeSplits;
     float o = 0.0f;
     int sp = 0;
     for (; sp + 8 <= n_real; sp += 8) {
       float a[8];
 #pragma unroll
-      for (int u = 0; u < 8; ++u) a[u] = __ldcg(&p.partial_acc[((sp + u) * n_rows_total + row) * HD + d]);
+      for (int u = 0; u < 8; ++u) a[u] = __ldcg(&p.partial_acc[((sp + u) * n_prows + prow) * HD + d]);
 #pragma unroll
       for (int u = 0; u < 8; ++u) o += a[u] * f[sp + u];
     }
     for (; sp + 4 <= n_real; sp += 4) {
       float a[4];
 #pragma unroll
-      for (int u = 0; u < 4; ++u) a[u] = __ldcg(&p.partial_acc[((sp + u) * n_rows_total + row) * HD + d]);
+      for (int u = 0; u < 4; ++u) a[u] = __ldcg(&p.partial_acc[((sp + u) * n_prows + prow) * HD + d]);
 #pragma unroll
       for (int u = 0; u < 4; ++u) o += a[u] * f[sp + u];
     }
-    for (; sp < n_real; ++sp) o += __ldcg(&p.partial_acc[(sp * n_rows_total + row) * HD + d]) * f[sp];
+    for (; sp < n_real; ++sp) o += __ldcg(&p.partial_acc[(sp * n_prows + prow) * HD + d]) * f[sp];
     store_f(static_cast<__nv_bfloat16*>(p.out), row * HD + d, o * inv_s[g]);
   }
 }
@@ -281,7 +282,6 @@ __global__ void __launch_bounds__(kWarps * 32, attention_decode_blocks_per_sm(G)
   }
   __syncthreads();
 
-  const int64_t n_rows_total = p.n_tokens * p.n_heads;
   for (int idx = threadIdx.x; idx < G * HD; idx += blockDim.x) {
     const int g = idx / HD, d = idx % HD;
     float mx = m_s[0][g];
@@ -302,7 +302,9 @@ __global__ void __launch_bounds__(kWarps * 32, attention_decode_blocks_per_sm(G)
       const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
       store_f(static_cast<__nv_bfloat16*>(p.out), row * HD + d, o * inv);
     } else {
-      const int64_t prow = blockIdx.y * n_rows_total + row;
+      // (split x items + item) x G + g: as compact as the items (a mixed batch's decode rows are a few
+      // of its n_tokens rows), so the scratch bound is splits x items x G (plan_attention's).
+      const int64_t prow = (static_cast<int64_t>(blockIdx.y) * gridDim.x + blockIdx.x) * G + g;
       p.partial_acc[prow * HD + d] = o;
       if (d == 0) {
         p.partial_ml[2 * prow] = sum > 0.0f ? mx * kLn2 : -FLT_MAX;

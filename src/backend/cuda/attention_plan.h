@@ -20,10 +20,12 @@ struct AttentionPlan {
   bool decode = false;        // items are for attention_decode.cu (one token x the whole group each)
   int tc_rows = 0;            // query rows per tensor-core item (attention_tc_rows() when planned)
   // A tensor-core plan's sequences with one new token (decode rows of a mixed batch), when the decode
-  // kernel takes the heads: its items (one split each, keys up to decode_split_len), launched after the
-  // tensor-core items. Empty otherwise (those rows are then tensor-core items too).
+  // kernel takes the heads: its items (decode_splits key ranges of decode_split_len keys each; one range
+  // of all keys in mixed mode 0), launched after the tensor-core items (mode 2: beside them, on a second
+  // stream). Empty otherwise (those rows are then tensor-core items too).
   std::vector<AttnItem> decode_items;
   int decode_split_len = 0;
+  int decode_splits = 1;
 };
 
 // Fills `plan` (reusing its storage, so a plan repeated for every layer keeps its address and the
@@ -40,6 +42,12 @@ struct AttentionPlan {
 // KEEL_CUDA_ATTN_MIXED=0 at start-up turns it off, the setter overrides it: tests and benchmarks).
 bool attention_mixed_split();
 void set_attention_mixed_split(bool on);
+// How the decode items of a mixed plan run (KEEL_CUDA_ATTN_MIXED_SPLIT=0/1/2 at start-up, default 1;
+// the setter overrides it): 0 one split each over all keys, after the tensor-core kernel (sessions
+// 6-7); 1 split-KV as a decode step's plan splits (the same split search: wave fill, scratch bound);
+// 2 as 1, launched on a second stream beside the tensor-core kernel (CudaBackend::attention).
+int attention_mixed_mode();
+void set_attention_mixed_mode(int mode);
 
 void plan_attention(const AttentionParams& p, int n_heads, int n_kv, int head_dim, bool bf16, int n_sm, bool fixed_grid,
                     AttentionPlan& plan);

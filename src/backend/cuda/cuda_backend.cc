@@ -57,6 +57,11 @@ CudaBackend::~CudaBackend() {
   staging_.reset();
   prof_.reset();
   cublasDestroy(cublas_);
+  if (aux_stream_ != nullptr) {
+    cudaEventDestroy(fork_ev_);
+    cudaEventDestroy(join_ev_);
+    cudaStreamDestroy(aux_stream_);
+  }
   cudaStreamDestroy(stream_);
 }
 

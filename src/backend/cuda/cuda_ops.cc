@@ -284,15 +284,43 @@ void CudaBackend::attention(const Tensor& q, const Tensor& k_cache, const Tensor
     launch_attention(l, at, stream_);
     return;
   }
+  // Mixed mode 2: the decode rows beside the tensor-core items, on a second stream (their outputs are
+  // other rows; both only read q and the caches, written before): the bandwidth-bound decode blocks fill
+  // the SMs the compute-bound tensor-core blocks leave, and its tail. Joined back before the next op.
+  const bool beside = decode_items != nullptr && attention_mixed_mode() == 2;
+  if (beside) {
+    if (aux_stream_ == nullptr) {
+      KEEL_CUDA_CHECK(cudaStreamCreateWithFlags(&aux_stream_, cudaStreamNonBlocking));
+      KEEL_CUDA_CHECK(cudaEventCreateWithFlags(&fork_ev_, cudaEventDisableTiming));
+      KEEL_CUDA_CHECK(cudaEventCreateWithFlags(&join_ev_, cudaEventDisableTiming));
+    }
+    KEEL_CUDA_CHECK(cudaEventRecord(fork_ev_, stream_));
+    KEEL_CUDA_CHECK(cudaStreamWaitEvent(aux_stream_, fork_ev_, 0));
+  }
   launch_attention_tc(l, plan.tc_rows, stream_);
   if (decode_items == nullptr) return;
   AttnLaunch d = l;
   d.items = decode_items;
   d.n_items = static_cast<int>(plan.decode_items.size());
+  d.n_splits = plan.decode_splits;
   d.split_len = plan.decode_split_len;
   d.tensor_cores = false;
   d.decode = true;
-  launch_attention(d, at, stream_);
+  if (plan.decode_splits > 1) {  // partial rows (split x item) x group: within the bound (decode_splits)
+    const size_t rows = static_cast<size_t>(plan.decode_splits) * plan.decode_items.size() *
+                        static_cast<size_t>(n_heads / n_kv);
+    const size_t bound = static_cast<size_t>(4 * n_sm_ * kAttnRowsPerBlock);
+    KEEL_CHECK(rows <= bound && d.n_items <= kSplitCounters * n_sm_, "attention: {} decode split rows", rows);
+    float* scratch = attention_partials(bound * (static_cast<size_t>(hd) + 2));
+    d.partial_acc = scratch;
+    d.partial_ml = scratch + rows * static_cast<size_t>(hd);
+    d.split_counters = split_counters();
+  }
+  launch_attention(d, at, beside ? aux_stream_ : stream_);
+  if (beside) {
+    KEEL_CUDA_CHECK(cudaEventRecord(join_ev_, aux_stream_));
+    KEEL_CUDA_CHECK(cudaStreamWaitEvent(stream_, join_ev_, 0));
+  }
 }
 
 void CudaBackend::silu_mul(const Tensor& gate, const Tensor& up, Tensor& out) {

@@ -130,6 +130,8 @@ class CudaBackend final : public Backend {
   std::shared_ptr<void> partials_;  // split-KV scratch, grown on demand
   size_t partials_floats_ = 0;
   std::shared_ptr<void> split_counters_;  // allocated once, zeroed once
+  cudaStream_t aux_stream_ = nullptr;     // mixed attention mode 2: the decode rows' stream (created on use)
+  cudaEvent_t fork_ev_ = nullptr, join_ev_ = nullptr;
   std::shared_ptr<void> norm_counter_;    // the fused GEMV's last-block counter: allocated once, zeroed once
   GraphMode mode_ = GraphMode::kEager;
   bool graph_plan_ = false;  // inside a graph step: attention grid fixed per key, split length on the device

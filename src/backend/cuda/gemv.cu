@@ -213,7 +213,7 @@ __device__ __forceinline__ void rope_kv_store(const GemvRope& rp, int seg, int p
 // its pre-norm once.
 template <typename W, typename T, int kMaxN, bool kNorm, int kEpi>
 __global__ void __launch_bounds__(kThreads) gemv_kernel(const W* x, GemvGroup g, GemvNorm nm, GemvRope rp, int n,
-                                                        int64_t k) {
+                                                        int64_t k, bool early_weights) {
   extern __shared__ uint4 hs[];  // kNorm: the block's x [n, k]
   constexpr bool kPair = kEpi == static_cast<int>(GemvEpilogue::kSiluMul);
   constexpr bool kRope = kEpi == static_cast<int>(GemvEpilogue::kRopeKv);
@@ -253,10 +253,12 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(const W* x, GemvGroup g,
 #pragma unroll
   for (int r = 0; r < kRows; ++r) wr[r] = reinterpret_cast<const uint4*>(static_cast<const W*>(sr[r].w) + sr[r].row * k);
   // The first batch of weights (no kernel's output) is requested before pdl_wait and the pre-norm: it
-  // streams while the kernel before (the one writing x) ends and while the block computes x.
+  // streams while the kernel before (the one writing x) ends and while the block computes x. Not when
+  // launched early after attention (early_weights false): that stream would queue ahead of attention's
+  // dependent loads (KEEL_CUDA_PDL=1 made the 8B batch-1 step 0.7 ms slower, session 7).
   uint4 wv[kRows][kUnroll];
   bool loaded = false;
-  if (grow < rows && lane + 32 * (kUnroll - 1) < kv) {
+  if (early_weights && grow < rows && lane + 32 * (kUnroll - 1) < kv) {
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
 #pragma unroll
@@ -367,8 +369,10 @@ void launch_n(const void* x, const GemvGroup& g, const GemvNorm& nm, const GemvR
     }
     blocks = std::min(blocks, static_cast<unsigned>(std::max(1, per_sm) * std::max(1, n_sm)));
   }
+  const bool early_weights =
+      pdl_previous() != PdlKind::kAttention || !pdl_allowed(PdlKind::kGemv, PdlKind::kAttention);
   launch_pdl(PdlKind::kGemv, gemv_kernel<W, T, kMaxN, kNorm, kEpi>, dim3(blocks), dim3(kThreads), smem, s, static_cast<const W*>(x),
-             g, nm, rp, n, k);
+             g, nm, rp, n, k, early_weights);
 }
 
 // Instantiates kMaxN 1, 2, 4, 8 for the plain kernel, 1 and 8 for the fused ones (batch-1 decode).
