@@ -136,8 +136,13 @@ PositionMask TokenMaskCache::classify(uint32_t pos) {
       }
       const StateWalker::Step step = walk.step(d, node.byte);
       if (step.state == StateTable::kDead) {
-        if (rule_ended[d] && trie_->subtree_tok_begin(i) < trie_->subtree_tok_end(i)) out.uncertain.push_back(i);
-        i = node.subtree_end;
+        if (rule_ended[d] && trie_->subtree_tok_begin(i) < trie_->subtree_tok_end(i)) {
+          out.uncertain.push_back(i);
+          i = node.subtree_end;
+        } else {
+          // Rejected siblings are rejected outright while the rule has not ended: skipped by byte.
+          i = walk.skip_rejected(*trie_, i, d);
+        }
         continue;
       }
       if (rule_ended.size() <= node.depth) rule_ended.resize(node.depth + 1);

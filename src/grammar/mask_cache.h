@@ -62,7 +62,8 @@ class TokenMaskCache {
     return grammar_bytes_ + mask_bytes_.load(std::memory_order_relaxed) + states_.memory_bytes();
   }
 
-  // The finished mask of full-parse state s, if kept: copied into out (n_mask_words()).
+  // The finished mask of full-parse state s, if kept: written into out's first n_mask_words() words
+  // (all of them: no clear needed before).
   bool load_mask(StateTable::State s, std::span<uint32_t> out);
   void store_mask(StateTable::State s, std::span<const uint32_t> mask);
 

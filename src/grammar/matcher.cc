@@ -46,10 +46,12 @@ void GrammarMatcher::rollback(size_t n) {
 void GrammarMatcher::fill_mask(std::span<uint32_t> bitmask) {
   KEEL_CHECK(bitmask.size() >= masks_->n_mask_words(), "mask has {} words, need {}", bitmask.size(),
              masks_->n_mask_words());
+  // Words past the vocabulary's are always clear; a kept mask writes all the others itself.
+  std::fill(bitmask.begin() + static_cast<ptrdiff_t>(masks_->n_mask_words()), bitmask.end(), 0u);
+  const StateTable::State state = terminated_ ? StateTable::kNone : parser_.state();
+  if (state != StateTable::kNone && masks_->load_mask(state, bitmask)) return;
   std::fill(bitmask.begin(), bitmask.end(), 0u);
   if (terminated_) return;
-  const StateTable::State state = parser_.state();
-  if (state != StateTable::kNone && masks_->load_mask(state, bitmask)) return;
   if (state == StateTable::kNone || !fill_by_first_byte(bitmask)) fill_by_positions(bitmask);
   const Vocabulary& vocab = masks_->trie().vocab();
   if (parser_.can_end())
@@ -117,7 +119,8 @@ void GrammarMatcher::check_uncertain(std::span<uint32_t> bitmask) {
         continue;
       }
       if (walk.step(n.depth - 1, n.byte).state == StateTable::kDead) {
-        i = n.subtree_end;
+        // Rejected siblings skipped by byte (the root's siblings lie outside its subtree).
+        i = i == root ? n.subtree_end : walk.skip_rejected(trie, i, n.depth - 1);
         continue;
       }
       trie.mark_tokens(bitmask, n.tok_begin, n.tok_end);

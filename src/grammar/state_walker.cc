@@ -132,6 +132,9 @@ bool StateWalker::accepts_subtree(const VocabTrie& trie, uint32_t i) {
 }
 
 uint32_t StateWalker::accepted_until(const VocabTrie& trie, uint32_t i, uint32_t limit) {
+  // A byte the state rejects accepts nothing (no run holds it): one row read settles it before any
+  // run is looked up or searched for (a search steps the parser).
+  if (dead(trie.nodes()[i].depth - 1, trie.nodes()[i].byte)) return i;
   if (trie.text_height(i) != 0) {
     const uint32_t e = trie.text_span_end(i), d = trie.nodes()[i].depth - 1;
     const StateTable::State s = state_[d];

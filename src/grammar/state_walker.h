@@ -45,6 +45,26 @@ class StateWalker {
     }
     return step_slow(d, b);
   }
+  // Whether the state at depth d (d bytes walked and alive) is known to reject byte b: one row read,
+  // no parser step (false when the row does not say).
+  bool dead(uint32_t d, uint8_t b) const {
+    const StateTable::State s = state_[d];
+    return s != StateTable::kNone && table_.next(s, b) == StateTable::kDead;
+  }
+  // After trie node i (at depth d + 1) was rejected from the state at depth d: the first of the
+  // siblings after it that the state does not reject (by the table; one it has no transition for
+  // counts as not rejected), or where the siblings end — found through the trie's sibling words
+  // without touching the skipped nodes. Rejected siblings are what most of a walk is (a key literal's
+  // state takes one or two of the trie's 256 first bytes, or of the 73 that follow '"' at 128k).
+  uint32_t skip_rejected(const VocabTrie& trie, uint32_t i, uint32_t d) const {
+    const std::vector<uint32_t>& words = trie.sibling_words();
+    const StateTable::State s = state_[d];
+    if (words.empty() || s == StateTable::kNone) return trie.nodes()[i].subtree_end;
+    for (uint32_t k = trie.sibling_slot(i) + 1;; ++k) {
+      const uint32_t w = words[k];
+      if ((w & 0x100) != 0 || table_.next(s, static_cast<uint8_t>(w)) != StateTable::kDead) return w >> 9;
+    }
+  }
   // How many plain bytes (VocabTrie::plain) in any order the state at depth d surely takes: every
   // plain byte leads to one and the same live state, and so on from there (254: a loop, unbounded).
   // Found by stepping those bytes once per state (replacing the path from depth d on); a lower bound

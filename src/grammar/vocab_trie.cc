@@ -78,6 +78,31 @@ VocabTrie::VocabTrie(Vocabulary vocab) : vocab_(std::move(vocab)) {
     text_span_end_[i] = sibling ? text_span_end_[next] : next;
     text_span_height_[i] = sibling ? std::max(text_height_[i], text_span_height_[next]) : text_height_[i];
   }
+  // Sibling words: each parent's children (the root's first) as one group, then the parent's subtree
+  // end. A trie too large for 23-bit indices goes without (walks then read the nodes).
+  if (nodes_.size() < kMaxSiblingNodes) {
+    std::vector<uint32_t> n_kids(nodes_.size() + 1, 0);  // [0]: the root
+    for (uint32_t p : parents_) ++n_kids[p == kNoParent ? 0 : p + 1];
+    std::vector<uint32_t> group(nodes_.size() + 1, 0);  // where each parent's group starts
+    uint32_t at = 0;
+    for (size_t p = 0; p <= nodes_.size(); ++p) {
+      group[p] = at;
+      if (n_kids[p] != 0) at += n_kids[p] + 1;
+    }
+    sibling_.assign(at, 0);
+    sibling_slot_.assign(nodes_.size(), 0);
+    std::vector<uint32_t> fill = group;
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      const size_t p = parents_[i] == kNoParent ? 0 : parents_[i] + 1;
+      sibling_slot_[i] = fill[p];
+      sibling_[fill[p]++] = static_cast<uint32_t>(i) << 9 | nodes_[i].byte;
+    }
+    for (size_t p = 0; p <= nodes_.size(); ++p) {
+      if (n_kids[p] == 0) continue;
+      const uint32_t end = p == 0 ? static_cast<uint32_t>(nodes_.size()) : nodes_[p - 1].subtree_end;
+      sibling_[fill[p]] = end << 9 | 0x100;
+    }
+  }
 }
 
 
