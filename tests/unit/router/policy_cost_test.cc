@@ -130,21 +130,22 @@ TEST(CacheAwareCost, ABurstIsLeftToTheCountBound) {
   EXPECT_EQ(burst.decision, Decision::kImbalance);
 }
 
-// Three of a group within the window while the fleet is busy with other groups (a Poisson clump at
-// high load: the group holds 3 of the 11 requests in flight) is no burst: the holder keeps it by cost;
-// once the group holds half the requests in flight (a hot prefix filling the fleet) it is a burst, and
-// so is any share with --burst-share 0 (Session 7's rule).
-TEST(CacheAwareCost, AClumpOfOneGroupAmongManyIsNoBurst) {
+// --burst-share 1/3: three of a group within the window while the fleet is busy with other groups (a
+// Poisson clump at high load: the group holds 3 of the 11 requests in flight) is no burst, and the
+// holder keeps it by cost; once the group holds a third of the requests in flight (a hot prefix
+// filling the fleet) it is a burst. With the default (0, any share) the clump is a burst and spills.
+TEST(CacheAwareCost, WithABurstShareAClumpOfOneGroupAmongManyIsNoBurst) {
+  const CacheAwareConfig share{.spill_factor = 2.0, .burst_share = 1.0 / 3};
   std::vector<CandidateView> c = {{.load = 4, .work = kCold + 3 * kWarm, .match = kShared},
                                   {.load = 2, .work = 2 * kWarm}, {.load = 3, .work = kCold}, {.load = 2, .work = 2 * kWarm}};
-  Pick clump = make_cache_aware(cost_mode())->pick(request(/*group_recent=*/3, /*group_in_flight=*/3), c);
+  Pick clump = make_cache_aware(share)->pick(request(/*group_recent=*/3, /*group_in_flight=*/3), c);
   EXPECT_EQ(clump.index, 0);
   EXPECT_EQ(clump.decision, Decision::kWarmQueue);
-  Pick old_rule = make_cache_aware({.spill_factor = 2.0, .burst_share = 0})->pick(request(3, 3), c);
-  EXPECT_NE(old_rule.index, 0);
-  EXPECT_EQ(old_rule.decision, Decision::kImbalance);
-  // The same holder with the group's requests making up the fleet's in-flight (6 of 11): a burst.
-  Pick burst = make_cache_aware(cost_mode())->pick(request(3, 6), c);
+  Pick any_share = make_cache_aware(cost_mode())->pick(request(3, 3), c);
+  EXPECT_NE(any_share.index, 0);
+  EXPECT_EQ(any_share.decision, Decision::kImbalance);
+  // The same holder with the group's requests making up 4 of the 11 in flight: a burst.
+  Pick burst = make_cache_aware(share)->pick(request(3, 4), c);
   EXPECT_NE(burst.index, 0);
   EXPECT_EQ(burst.decision, Decision::kImbalance);
   EXPECT_FALSE(make_policy("cache_aware", CacheAwareConfig{.burst_share = -0.1}).ok());
