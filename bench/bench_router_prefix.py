@@ -35,6 +35,12 @@ Usage: bench/bench_router_prefix.py [--build build] [--groups 8] [--per-group 6]
          [--sglang-router PYTHON] [--replica-view] [--only NAME,NAME] [--repeat N]
          [--model PATH] [--load-format dummy] [--threads N] [--replica-cpus A-B,...] [--router-cpus A-B]
          [--client-cpus A-B] [--arrivals poisson --rate R | --load F] [--variant NAME=ARGS] [--out FILE]
+         [--trace]
+
+--trace (open loop): each result line also carries "requests", one record per request (its group,
+send time, TTFT, the replica that answered, cached prompt tokens, the requests it met queued on that
+replica), and "trace", a summary (groups, requests and cold prefills per replica; warm requests that
+met a cold prefill and their median TTFT; the slowest requests), for keel and sglang-router alike.
 """
 import argparse
 import concurrent.futures
