@@ -63,7 +63,10 @@
 // next spills: Session 5 in docs/performance.md). Guards, so that affinity cannot starve balance:
 //   - burst: a request with burst_arrivals or more of its group routed in the last burst_window_ms is
 //     part of a burst, and the count bound alone decides (a burst of 12 from idle ends 3 each; a
-//     Poisson group's followers, which trickle in while the holder prefills, may queue there);
+//     Poisson group's followers, which trickle in while the holder prefills, may queue there); with
+//     burst_share > 0 the group must also hold that share of the requests in flight, so a Poisson
+//     clump of one group among many at high load is not spilled as a burst (off by default: on the
+//     device test bed it changed no decision, docs/performance.md Session 8);
 //   - spill_slack: h holds at most that many requests over the count cap;
 //   - the cost test itself: h's queue grows by every request it takes, so a hot prefix held by one
 //     replica spills once h's work passes F x (the extra prefill + a's work); a's copy then makes a an
