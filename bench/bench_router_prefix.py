@@ -35,6 +35,12 @@ Usage: bench/bench_router_prefix.py [--build build] [--groups 8] [--per-group 6]
          [--sglang-router PYTHON] [--replica-view] [--only NAME,NAME] [--repeat N]
          [--model PATH] [--load-format dummy] [--threads N] [--replica-cpus A-B,...] [--router-cpus A-B]
          [--client-cpus A-B] [--arrivals poisson --rate R | --load F] [--variant NAME=ARGS] [--out FILE]
+         [--trace]
+
+--trace (open loop): each result line also carries "requests", one record per request (its group,
+send time, TTFT, the replica that answered, cached prompt tokens, the requests it met queued on that
+replica), and "trace", a summary (groups, requests and cold prefills per replica; warm requests that
+met a cold prefill and their median TTFT; the slowest requests), for keel and sglang-router alike.
 """
 import argparse
 import concurrent.futures
@@ -109,15 +115,18 @@ def arrival_times(n, rate, seed):
     return out
 
 
-def send_open_loop(url, reqs, times):
+def send_open_loop(url, reqs, times, answers=None):
     """Each request on its own thread at its scheduled time; latency from the scheduled time (a late
-    answer never delays the next arrival). Returns (latencies in s, errors, wall from start to last answer)."""
+    answer never delays the next arrival). Returns (latencies in s, errors, wall from start to last answer);
+    with `answers` (a list of len(reqs)), answers[i] = (latency in s, response body) of request i."""
     lat, errors, threads = [None] * len(reqs), [], []
 
     def one(i, due):
         try:
-            post(url, reqs[i])
+            body = post(url, reqs[i])
             lat[i] = time.perf_counter() - due
+            if answers is not None:
+                answers[i] = (lat[i], body)
         except Exception as e:  # noqa: BLE001 - counted and reported, the run goes on
             errors.append(repr(e))
     t0 = time.perf_counter()
@@ -132,6 +141,80 @@ def send_open_loop(url, reqs, times):
     for th in threads:
         th.join()
     return sorted(x for x in lat if x is not None), errors, time.perf_counter() - t0
+
+
+_M64 = (1 << 64) - 1
+
+
+def _unshift(y, s):
+    x = y
+    for _ in range(64 // s + 1):
+        x = y ^ (x >> s)
+    return x & _M64
+
+
+def answer_source(response_id):
+    """Which keel serve process answered: its ids are mix64(counter ^ salt) (server/api.cc, SplitMix64's
+    finaliser, a bijection) with a per-process random salt, so inverting mix64 gives counter ^ salt, whose
+    high 32 bits are the salt's (the counter stays far below 2^32). Works behind any router."""
+    x = _unshift(int(response_id.rsplit("-", 1)[1], 16), 31)
+    x = (x * pow(0x94d049bb133111eb, -1, 1 << 64)) & _M64
+    x = _unshift(x, 27)
+    x = (x * pow(0xbf58476d1ce4e5b9, -1, 1 << 64)) & _M64
+    x = _unshift(x, 30)
+    return ((x - 0x9e3779b97f4a7c15) & _M64) >> 32
+
+
+def replica_sources(replicas):
+    """answer_source() of each replica, from one tiny request sent straight to it."""
+    body = {"model": "smollm2", "max_tokens": 1, "temperature": 0, "messages": [{"role": "user", "content": "Hi"}]}
+    return {answer_source(post(r + "/v1/chat/completions", body)["id"]): k for k, r in enumerate(replicas)}
+
+
+def trace_requests(reqs, times, answers, sources, group_of):
+    """One record per request of the open-loop phase: its group, send time, latency, the replica that
+    answered, its cached prompt tokens, and the queue it met: requests on that replica sent before it and
+    not yet answered (`depth`), and how many of those were cold (`cold_ahead`: cached below half the prompt)."""
+    recs = []
+    for i, (body, t) in enumerate(zip(reqs, times)):
+        if answers[i] is None:
+            continue
+        lat, resp = answers[i]
+        usage = resp.get("usage", {})
+        cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens", 0)
+        recs.append({"i": i, "group": group_of(body), "t_ms": round(t * 1e3, 1), "ttft_ms": round(lat * 1e3, 1),
+                     "replica": sources.get(answer_source(resp["id"]), -1), "prompt": usage.get("prompt_tokens", 0),
+                     "cached": cached})
+    for r in recs:
+        ahead = [q for q in recs if q["replica"] == r["replica"] and q["t_ms"] < r["t_ms"] < q["t_ms"] + q["ttft_ms"]]
+        r["depth"] = len(ahead)
+        r["cold_ahead"] = sum(2 * q["cached"] < q["prompt"] for q in ahead)
+        r["cold"] = 2 * r["cached"] < r["prompt"]
+    return recs
+
+
+def trace_summary(recs):
+    """Where the time went: groups per replica (by their first request there), requests per replica,
+    cold requests, and the latency of warm requests by what they met on arrival."""
+    n_rep = 1 + max((r["replica"] for r in recs), default=0)
+    first = {}
+    for r in sorted(recs, key=lambda q: q["t_ms"]):
+        first.setdefault((r["group"], r["replica"]), r)
+    pct = lambda xs, q: round(sorted(xs)[min(len(xs) - 1, len(xs) * q // 100)], 1) if xs else None  # noqa: E731
+    warm = [r for r in recs if not r["cold"]]
+    return {
+        "groups_per_replica": [sum(1 for (g, k) in first if k == rep) for rep in range(n_rep)],
+        "requests_per_replica": [sum(1 for r in recs if r["replica"] == rep) for rep in range(n_rep)],
+        "cold_per_replica": [sum(1 for r in recs if r["replica"] == rep and r["cold"]) for rep in range(n_rep)],
+        "cold_ttft_p50_ms": pct([r["ttft_ms"] for r in recs if r["cold"]], 50),
+        "warm_ttft_p50_ms": pct([r["ttft_ms"] for r in warm], 50),
+        "warm_behind_cold": sum(1 for r in warm if r["cold_ahead"]),
+        "warm_behind_cold_p50_ms": pct([r["ttft_ms"] for r in warm if r["cold_ahead"]], 50),
+        "warm_clear_p50_ms": pct([r["ttft_ms"] for r in warm if not r["cold_ahead"]], 50),
+        "depth_mean": round(statistics.fmean(r["depth"] for r in recs), 2) if recs else None,
+        "slowest": [{k: r[k] for k in ("i", "group", "replica", "t_ms", "ttft_ms", "cold", "depth", "cold_ahead")}
+                    for r in sorted(recs, key=lambda q: -q["ttft_ms"])[:6]],
+    }
 
 
 def calibrate(replicas, reqs, groups):
@@ -241,7 +324,7 @@ def hot_burst(base, n_requests, concurrency, sample):
             "full_max_minus_min": max((c[-1] - c[0] for c in full), default=None)}
 
 
-def run_policy(keel, replicas, args, extra, reqs, times):
+def run_policy(keel, replicas, args, extra, reqs, times, sources=None):
     for r in replicas:
         post(r + "/flush_cache", {})
     before = [(metric(r, "keel_prompt_tokens_total"), metric(r, "keel_cached_prompt_tokens_total")) for r in replicas]
@@ -272,9 +355,9 @@ def run_policy(keel, replicas, args, extra, reqs, times):
             post(base + "/v1/chat/completions", body)
             return time.perf_counter() - t0
 
-        errors = []
+        errors, answers = [], [None] * len(reqs)
         if times:
-            lat, errors, wall = send_open_loop(base + "/v1/chat/completions", reqs, times)
+            lat, errors, wall = send_open_loop(base + "/v1/chat/completions", reqs, times, answers)
         else:
             t0 = time.perf_counter()
             with concurrent.futures.ThreadPoolExecutor(args.concurrency) as pool:
@@ -291,11 +374,17 @@ def run_policy(keel, replicas, args, extra, reqs, times):
         proc.wait(timeout=30)
     prompt = sum(a[0] - b[0] for a, b in zip(after, before))
     cached = sum(a[1] - b[1] for a, b in zip(after, before))
+    trace = {}
+    if sources and times:
+        groups = {}
+        recs = trace_requests(reqs, times, answers, sources,
+                              lambda b: groups.setdefault(b["messages"][0]["content"], len(groups)))
+        trace = {"trace": trace_summary(recs), "requests": recs}
     return {"hit_rate": round(cached / prompt, 3), "ttft_p50_ms": round(lat[len(lat) // 2] * 1e3, 1),
             "ttft_p99_ms": round(lat[min(len(lat) - 1, len(lat) * 99 // 100)] * 1e3, 1),
             "ttft_mean_ms": round(statistics.fmean(lat) * 1e3, 1), "errors": len(errors),
             "req_per_s": round(len(lat) / wall, 2), "burst_view": "replicas" if replica_view else "router",
-            "decisions": picks, **burst}
+            "decisions": picks, **burst, **trace}
 
 
 def summarize(rows, emit):
@@ -343,6 +432,8 @@ def main():
                     help="NAME=ARGS: one more keel router run with these flags ({model} = --model)")
     ap.add_argument("--replica-view", action="store_true", help="burst samples from the replicas' own gauges")
     ap.add_argument("--out", default="", help="append every result line to this file too")
+    ap.add_argument("--trace", action="store_true",
+                    help="open-loop: per-request records (replica, cached tokens, queue met) and a summary per run")
     args = ap.parse_args()
     keel = args.keel or str(pathlib.Path(args.build) / "src/cli/keel")
     if args.client_cpus:
@@ -367,6 +458,7 @@ def main():
     try:
         for r in replicas:
             wait_http(r + "/health")
+        sources = replica_sources(replicas) if args.trace else None
         reqs = workload(args.groups, args.per_group)
         times = None
         if args.arrivals == "poisson":
@@ -402,7 +494,7 @@ def main():
             # start, or right after another policy's burst).
             k = rep % len(chosen)
             for name, extra in chosen[k:] + chosen[:k]:
-                r = run_policy(keel, replicas, args, extra, reqs, times)
+                r = run_policy(keel, replicas, args, extra, reqs, times, sources)
                 r["policy"] = name
                 r["repeat"] = rep
                 r["arrivals"] = args.arrivals if not times else f"poisson {len(reqs) / times[-1]:.1f} req/s"

@@ -39,6 +39,9 @@ Status CacheAwareConfig::validate() const {
   if (!(equal_match_ratio >= 0.0 && equal_match_ratio <= 1.0)) {
     return make_error(ErrorCode::kInvalidArgument, "equal-match-ratio must be in [0, 1], got {}", equal_match_ratio);
   }
+  if (!(burst_share >= 0.0 && burst_share <= 1.0)) {
+    return make_error(ErrorCode::kInvalidArgument, "burst-share must be in [0, 1], got {}", burst_share);
+  }
   if (spill_slack < 0) return make_error(ErrorCode::kInvalidArgument, "spill-slack must be >= 0");
   if (burst_window_ms < 0) return make_error(ErrorCode::kInvalidArgument, "burst-window-ms must be >= 0");
   if (burst_arrivals < 1 || burst_arrivals > kMaxBurstArrivals) {

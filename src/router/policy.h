@@ -108,6 +108,11 @@ struct CacheAwareConfig {
   int64_t spill_slack = 12;
   int64_t burst_window_ms = 100;
   int64_t burst_arrivals = 3;
+  // ... and only while the group holds at least this share of the in-scope requests in flight (before
+  // this one): a hot prefix's burst fills the fleet, while a Poisson clump of one group among several
+  // (three within the window at a few requests per second) is a small share. 0 = any share (the
+  // default; 1/3 wins in the simulation but was not better on the device, docs/router.md).
+  double burst_share = 0;
 
   Status validate() const;
   // Cost (tokens) of a request of n_keys keys on a replica holding `match` of them.

@@ -63,7 +63,10 @@
 // next spills: Session 5 in docs/performance.md). Guards, so that affinity cannot starve balance:
 //   - burst: a request with burst_arrivals or more of its group routed in the last burst_window_ms is
 //     part of a burst, and the count bound alone decides (a burst of 12 from idle ends 3 each; a
-//     Poisson group's followers, which trickle in while the holder prefills, may queue there);
+//     Poisson group's followers, which trickle in while the holder prefills, may queue there); with
+//     burst_share > 0 the group must also hold that share of the requests in flight, so a Poisson
+//     clump of one group among many at high load is not spilled as a burst (off by default: on the
+//     device test bed it changed no decision, docs/performance.md Session 8);
 //   - spill_slack: h holds at most that many requests over the count cap;
 //   - the cost test itself: h's queue grows by every request it takes, so a hot prefix held by one
 //     replica spills once h's work passes F x (the extra prefill + a's work); a's copy then makes a an
@@ -129,7 +132,7 @@ class CacheAware final : public Policy {
     auto cost = [&](const CandidateView& v) { return config_.cost(req.n_keys, v.match, req.tokens_per_key); };
     if (config_.spill_factor > 0) {
       auto holder_room = [&](const CandidateView& v) { return cap(lo_after(v)) + config_.spill_slack - v.load; };
-      if (auto p = by_cost(req, c, cost, within_bound, in_scope, holder_room)) return *p;
+      if (auto p = by_cost(req, c, cost, within_bound, in_scope, holder_room, total)) return *p;
     }
     // Work rule: the cheapest cost and the earliest finish among the candidates the count bound allows.
     int64_t ok_cost = std::numeric_limits<int64_t>::max(), ok_finish = std::numeric_limits<int64_t>::max();
@@ -184,7 +187,7 @@ class CacheAware final : public Policy {
   // free-cache pick decides).
   template <typename Cost, typename Within, typename InScope, typename Room>
   std::optional<Pick> by_cost(const RouteRequest& req, std::span<const CandidateView> c, Cost cost, Within within,
-                              InScope in_scope, Room holder_room) {
+                              InScope in_scope, Room holder_room, int64_t total) {
     int64_t best_match = 0;
     for (const auto& v : c) best_match = std::max(best_match, v.match);
     const auto n_keys = std::max<int64_t>(req.n_keys, 1);
@@ -227,7 +230,10 @@ class CacheAware final : public Policy {
         target = static_cast<int32_t>(i);
       }
     }
-    const bool burst = req.group_recent >= config_.burst_arrivals;
+    // A burst: burst_arrivals of the group within the window, and the group holds at least burst_share
+    // of the in-scope requests in flight (a Poisson clump of one group among many is not one).
+    const bool burst = req.group_recent >= config_.burst_arrivals &&
+                       static_cast<double>(req.group_in_flight) >= config_.burst_share * static_cast<double>(total);
     if (holder >= 0 && !burst) {
       const CandidateView& h = c[static_cast<size_t>(holder)];
       const CandidateView& a = c[static_cast<size_t>(target)];

@@ -167,19 +167,23 @@ TEST(CacheAwareBurst, GroupAffinityLeavesABurstToTheCountBound) {
 // Cost spills (the default, --spill-factor 3): in a burst the group's requests arrive together, so from the third
 // on the count bound decides and, once every replica holds the prefix, the equal-match set sends each
 // request to the least busy holder; the ramp may leave a holder with 3 while a replica idles.
+// The same with --burst-share 1/3: the hot group holds three quarters of the requests in flight.
 TEST(CacheAwareBurst, CostSpillsLeaveABurstToTheCountBound) {
-  for (int clients : {8, 12, 24, 48, 96}) {
-    SCOPED_TRACE(clients);
-    auto p = make_cache_aware({});
-    BurstResult r = run_burst(*p, clients, {5, 3, 2, 1}, 600, -1, /*idle_hi=*/3, /*busy_extra=*/1);
-    EXPECT_GT(r.decisions_checked, 300);
-    EXPECT_EQ(r.violations, 0) << r.first_violation;
-    EXPECT_GT(2 * r.hot_on_holder, r.hot);
-    EXPECT_EQ(std::max_element(r.per_replica.begin(), r.per_replica.end()) - r.per_replica.begin(), 3);
-    auto fresh = make_cache_aware({});
-    BurstResult after_ramp = run_burst(*fresh, clients, {5, 3, 2, 1}, 600, /*unchecked=*/clients);
-    if (clients >= 12) {
-      EXPECT_EQ(after_ramp.violations, 0) << after_ramp.first_violation;
+  for (double share : {0.0, 1.0 / 3}) {
+    for (int clients : {8, 12, 24, 48, 96}) {
+      SCOPED_TRACE(clients);
+      SCOPED_TRACE(share);
+      auto p = make_cache_aware({.burst_share = share});
+      BurstResult r = run_burst(*p, clients, {5, 3, 2, 1}, 600, -1, /*idle_hi=*/3, /*busy_extra=*/1);
+      EXPECT_GT(r.decisions_checked, 300);
+      EXPECT_EQ(r.violations, 0) << r.first_violation;
+      EXPECT_GT(2 * r.hot_on_holder, r.hot);
+      EXPECT_EQ(std::max_element(r.per_replica.begin(), r.per_replica.end()) - r.per_replica.begin(), 3);
+      auto fresh = make_cache_aware({.burst_share = share});
+      BurstResult after_ramp = run_burst(*fresh, clients, {5, 3, 2, 1}, 600, /*unchecked=*/clients);
+      if (clients >= 12) {
+        EXPECT_EQ(after_ramp.violations, 0) << after_ramp.first_violation;
+      }
     }
   }
 }

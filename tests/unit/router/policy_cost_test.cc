@@ -18,7 +18,11 @@ namespace {
 using namespace bench_prompt;  // kKeys, kShared, kDefaults, kCold, kWarm
 
 CacheAwareConfig cost_mode(double factor = 2.0) { return {.spill_factor = factor}; }
-RouteRequest request(int64_t group_recent = 0) { return {.n_keys = kKeys, .group_recent = group_recent}; }
+// A request whose group had group_recent routed within the burst window, and (by default) that many
+// still in flight: a burst's requests are all in flight when the next arrives.
+RouteRequest request(int64_t group_recent = 0, int64_t group_in_flight = -1) {
+  return {.n_keys = kKeys, .group_in_flight = group_in_flight < 0 ? group_recent : group_in_flight, .group_recent = group_recent};
+}
 
 TEST(CacheAwareCost, OnByDefaultAndValidated) {
   EXPECT_EQ(kDefaults.spill_factor, 3.0);  // the default since Session 7 (docs/router.md says why)
@@ -120,10 +124,32 @@ TEST(CacheAwareCost, TheSpillGoesWhereTheRequestFinishesFirst) {
 TEST(CacheAwareCost, ABurstIsLeftToTheCountBound) {
   std::vector<CandidateView> c = {{.load = 2, .work = kCold + kWarm, .match = kShared}, {}, {}, {}};
   auto p = make_cache_aware(cost_mode());
-  EXPECT_EQ(p->pick(request(/*group_recent=*/2), c).index, 0);  // two of its group just routed: queues
-  Pick burst = p->pick(request(/*group_recent=*/3), c);           // three: a burst
+  EXPECT_EQ(p->pick(request(/*group_recent=*/2, /*group_in_flight=*/2), c).index, 0);  // two of its group just routed: queues
+  Pick burst = p->pick(request(/*group_recent=*/3, /*group_in_flight=*/2), c);           // three: a burst
   EXPECT_NE(burst.index, 0);
   EXPECT_EQ(burst.decision, Decision::kImbalance);
+}
+
+// --burst-share 1/3: three of a group within the window while the fleet is busy with other groups (a
+// Poisson clump at high load: the group holds 3 of the 11 requests in flight) is no burst, and the
+// holder keeps it by cost; once the group holds a third of the requests in flight (a hot prefix
+// filling the fleet) it is a burst. With the default (0, any share) the clump is a burst and spills.
+TEST(CacheAwareCost, WithABurstShareAClumpOfOneGroupAmongManyIsNoBurst) {
+  const CacheAwareConfig share{.spill_factor = 2.0, .burst_share = 1.0 / 3};
+  std::vector<CandidateView> c = {{.load = 4, .work = kCold + 3 * kWarm, .match = kShared},
+                                  {.load = 2, .work = 2 * kWarm}, {.load = 3, .work = kCold}, {.load = 2, .work = 2 * kWarm}};
+  Pick clump = make_cache_aware(share)->pick(request(/*group_recent=*/3, /*group_in_flight=*/3), c);
+  EXPECT_EQ(clump.index, 0);
+  EXPECT_EQ(clump.decision, Decision::kWarmQueue);
+  Pick any_share = make_cache_aware(cost_mode())->pick(request(3, 3), c);
+  EXPECT_NE(any_share.index, 0);
+  EXPECT_EQ(any_share.decision, Decision::kImbalance);
+  // The same holder with the group's requests making up 4 of the 11 in flight: a burst.
+  Pick burst = make_cache_aware(share)->pick(request(3, 4), c);
+  EXPECT_NE(burst.index, 0);
+  EXPECT_EQ(burst.decision, Decision::kImbalance);
+  EXPECT_FALSE(make_policy("cache_aware", CacheAwareConfig{.burst_share = -0.1}).ok());
+  EXPECT_FALSE(make_policy("cache_aware", CacheAwareConfig{.burst_share = 1.5}).ok());
 }
 
 TEST(CacheAwareCost, TheSlackCapsTheQueue) {
