@@ -52,6 +52,8 @@ class TokenMaskCache {
   size_t n_mask_words() const { return (static_cast<size_t>(trie_->vocab().n_vocab()) + 31) / 32; }
   // The classification of kernel position `pos`; the reference stays valid for the cache's life.
   const PositionMask& get(uint32_t pos);
+  // The store get() looks classifications up in (the vocabulary's, or this cache's own).
+  SharedClassifications& shared_classifications() { return *shared_; }
   // Whether get(pos) has been called before (its classification is held here).
   bool classified(uint32_t pos);
   // Bytes this cache holds, estimated from its containers: the compiled grammar's tables (fixed)
