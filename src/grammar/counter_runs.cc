@@ -16,7 +16,6 @@ namespace {
 constexpr uint16_t kDeadItem = UINT16_MAX;
 constexpr size_t kMaxItemStates = 64;  // an item automaton larger than this is left to the walks
 constexpr uint32_t kMaxItemDepth = 8;  // explored this deep (a `\uXXXX` escape is 6 bytes)
-constexpr uint8_t kGone = 0xFF;        // run code of a node the walk did not reach alive
 
 // One item's automaton, read off the state table from a parser seeded before a single x: state 0
 // is the start, next[s * 256 + b] the state after byte b, done[s] whether an item is complete there
@@ -58,7 +57,9 @@ std::optional<ItemAutomaton> item_automaton(TokenMaskCache& masks, uint32_t seed
   };
   expand(expand, 0, 0);
   if (!ok) return std::nullopt;
-  // Prefix-free: a complete item takes no further byte (else a token's items would not split one way).
+  // The start is never entered again (a loop back to it would read as an item boundary), and x is
+  // prefix-free: a complete item takes no further byte (else a token's items would not split one way).
+  if (std::find(a.next.begin(), a.next.end(), uint16_t{0}) != a.next.end()) return std::nullopt;
   for (size_t s = 0; s < a.done.size(); ++s) {
     if (!a.done[s]) continue;
     for (size_t b = 0; b < 256; ++b)
@@ -67,16 +68,15 @@ std::optional<ItemAutomaton> item_automaton(TokenMaskCache& masks, uint32_t seed
   return a;
 }
 
-// Per trie node: items started on the way to it (a partial item counts), capped at n, with bit 7 set
-// when the node ends a whole item (or kGone: not reached alive). Per node too, the greatest count in
-// its subtree when every node there is alive (kGone otherwise), for whole-subtree acceptance.
-struct Runs {
-  std::vector<uint8_t> code, subtree_max;
-};
-
-Runs item_runs(const VocabTrie& trie, const ItemAutomaton& a, uint32_t n) {
+// The classifications of x^L (L items left, then the rule ends) for L = 1 .. n-1, from one walk of
+// the trie with the item automaton: each node's tokens are taken for every L at least the items
+// started on the way to it (a partial item counts), so the accepted sets grow with L and each token
+// is added once, to the set of its own count; the children of a node that ends its c-th whole item
+// are uncertain for L = c (the rule ended there, and what follows is the context's).
+std::vector<PositionMask> block_classes(const VocabTrie& trie, const ItemAutomaton& a, uint32_t n, size_t n_words) {
   const auto& nodes = trie.nodes();
-  Runs r{.code = std::vector<uint8_t>(nodes.size(), kGone), .subtree_max = std::vector<uint8_t>(nodes.size(), kGone)};
+  std::vector<std::vector<std::pair<uint32_t, uint32_t>>> added(n);  // [L]: token ranges first taken at L
+  std::vector<PositionMask> out(n);
   // [depth]: automaton state and whole items after the path to that depth.
   std::vector<uint16_t> state(1, 0);
   std::vector<uint32_t> items(1, 0);
@@ -84,7 +84,7 @@ Runs item_runs(const VocabTrie& trie, const ItemAutomaton& a, uint32_t n) {
     const VocabTrie::Node& node = nodes[i];
     const uint32_t d = node.depth - 1;
     uint16_t s = a.next[size_t{state[d]} * 256 + node.byte];
-    if (s == kDeadItem) {
+    if (s == kDeadItem) {  // rejected for every L (no item ended on the way, or the rule goes on)
       i = node.subtree_end;
       continue;
     }
@@ -94,10 +94,21 @@ Runs item_runs(const VocabTrie& trie, const ItemAutomaton& a, uint32_t n) {
       s = 0;
     }
     const uint32_t started = whole + (s != 0 ? 1 : 0);
-    r.code[i] = static_cast<uint8_t>(std::min(started, n) | (s == 0 ? 0x80u : 0u));
-    if (started >= n) {  // no count below n takes more: the subtree is not needed
+    if (started >= n) {  // taken by no L below n (its uncertainty, if any, was noted at its parent)
       i = node.subtree_end;
       continue;
+    }
+    if (node.tok_begin != node.tok_end) {
+      auto& r = added[started];
+      if (!r.empty() && r.back().second == node.tok_begin) {
+        r.back().second = node.tok_end;
+      } else {
+        r.emplace_back(node.tok_begin, node.tok_end);
+      }
+    }
+    if (s == 0) {
+      for (uint32_t c = i + 1; c < node.subtree_end; c = nodes[c].subtree_end)
+        if (trie.subtree_tok_begin(c) < trie.subtree_tok_end(c)) out[whole].uncertain.push_back(c);
     }
     if (state.size() <= node.depth) {
       state.resize(node.depth + 1);
@@ -107,72 +118,23 @@ Runs item_runs(const VocabTrie& trie, const ItemAutomaton& a, uint32_t n) {
     items[node.depth] = whole;
     ++i;
   }
-  // Bottom-up: a node's subtree is whole when it and all its children's subtrees are.
-  for (uint32_t i = static_cast<uint32_t>(nodes.size()); i-- > 0;) {
-    if (r.code[i] == kGone) continue;
-    uint8_t m = r.code[i] & 0x7F;
-    for (uint32_t c = i + 1; c < nodes[i].subtree_end && m != kGone; c = nodes[c].subtree_end)
-      m = r.subtree_max[c] == kGone ? kGone : std::max(m, r.subtree_max[c]);
-    r.subtree_max[i] = m;
-  }
-  return r;
-}
-
-// The classification of x^L (L items left, then the rule ends) from the runs.
-PositionMask classify_run(const VocabTrie& trie, const Runs& r, uint32_t L, size_t n_words) {
-  const auto& nodes = trie.nodes();
-  PositionMask out;
-  std::vector<std::pair<uint32_t, uint32_t>> accepted;
-  size_t n_accepted = 0;
-  auto accept = [&](uint32_t b, uint32_t e) {
-    if (b == e) return;
-    n_accepted += e - b;
-    if (!accepted.empty() && accepted.back().second == b) {
-      accepted.back().second = e;
-    } else {
-      accepted.emplace_back(b, e);
-    }
-  };
-  for (uint32_t i = 0; i < nodes.size();) {
-    const uint8_t code = r.code[i];
-    if (code == kGone || (code & 0x7F) > L) {  // rejected: the rule had not ended before it
-      i = nodes[i].subtree_end;
-      continue;
-    }
-    if (r.subtree_max[i] <= L) {
-      accept(nodes[i].tok_begin, trie.subtree_tok_end(i));
-      i = nodes[i].subtree_end;
-      continue;
-    }
-    accept(nodes[i].tok_begin, nodes[i].tok_end);
-    if ((code & 0x80) != 0 && (code & 0x7F) == L) {
-      // The L-th item ends here, and the rule with it: every child's subtree depends on what follows.
-      for (uint32_t c = i + 1; c < nodes[i].subtree_end; c = nodes[c].subtree_end)
-        if (trie.subtree_tok_begin(c) < trie.subtree_tok_end(c)) out.uncertain.push_back(c);
-      i = nodes[i].subtree_end;
-      continue;
-    }
-    ++i;
-  }
-  // Stored as TokenMaskCache::classify stores: the set of every token with the gaps cleared when
-  // most are taken, a bitset, or sorted ids when few are.
+  // Stored as TokenMaskCache::classify stores: a bitset, or sorted ids when fewer tokens than words.
   const auto& ids = trie.token_ids();
-  if (2 * n_accepted > ids.size()) {
-    out.accepted_bits = trie.token_bits();
-    uint32_t prev = 0;
-    for (auto [b, e] : accepted) {
-      trie.mark_tokens(out.accepted_bits, prev, b, /*set=*/false);
-      prev = e;
+  std::vector<uint32_t> bits(n_words, 0);
+  size_t n_accepted = 0;
+  for (uint32_t L = 1; L < n; ++L) {
+    for (auto [b, e] : added[L]) {
+      trie.mark_tokens(bits, b, e);
+      n_accepted += e - b;
     }
-    trie.mark_tokens(out.accepted_bits, prev, static_cast<uint32_t>(ids.size()), /*set=*/false);
-  } else if (n_accepted >= n_words) {
-    out.accepted_bits.assign(n_words, 0);
-    for (auto [b, e] : accepted) trie.mark_tokens(out.accepted_bits, b, e);
-  } else {
-    out.accepted_ids.reserve(n_accepted);
-    for (auto [b, e] : accepted)
-      for (uint32_t t = b; t < e; ++t) out.accepted_ids.push_back(ids[t]);
-    std::sort(out.accepted_ids.begin(), out.accepted_ids.end());
+    if (n_accepted >= n_words) {
+      out[L].accepted_bits = bits;
+      continue;
+    }
+    for (uint32_t L2 = 1; L2 <= L; ++L2)
+      for (auto [b, e] : added[L2])
+        for (uint32_t t = b; t < e; ++t) out[L].accepted_ids.push_back(ids[t]);
+    std::sort(out[L].accepted_ids.begin(), out[L].accepted_ids.end());
   }
   return out;
 }
@@ -200,9 +162,9 @@ uint32_t classify_blocks_by_runs(TokenMaskCache& masks) {
     if (wanted.empty()) continue;
     const std::optional<ItemAutomaton> a = item_automaton(masks, start + n - 1);
     if (!a) continue;
-    const Runs runs = item_runs(masks.trie(), *a, n);
+    std::vector<PositionMask> made = block_classes(masks.trie(), *a, n, masks.n_mask_words());
     for (auto& [left, key] : wanted) {
-      shared.insert(key, std::make_shared<const PositionMask>(classify_run(masks.trie(), runs, left, masks.n_mask_words())));
+      shared.insert(key, std::make_shared<const PositionMask>(std::move(made[left])));
       ++stored;
     }
   }
