@@ -72,7 +72,8 @@ std::optional<ItemAutomaton> item_automaton(TokenMaskCache& masks, uint32_t seed
 // the trie with the item automaton: each node's tokens are taken for every L at least the items
 // started on the way to it (a partial item counts), so the accepted sets grow with L and each token
 // is added once, to the set of its own count; the children of a node that ends its c-th whole item
-// are uncertain for L = c (the rule ended there, and what follows is the context's).
+// are uncertain for L = c (the rule ended there, and what follows is the context's), noted as the
+// walk meets them (in preorder, so each count's list is ascending).
 std::vector<PositionMask> block_classes(const VocabTrie& trie, const ItemAutomaton& a, uint32_t n, size_t n_words) {
   const auto& nodes = trie.nodes();
   std::vector<std::vector<std::pair<uint32_t, uint32_t>>> added(n);  // [L]: token ranges first taken at L
@@ -83,6 +84,10 @@ std::vector<PositionMask> block_classes(const VocabTrie& trie, const ItemAutomat
   for (uint32_t i = 0; i < nodes.size();) {
     const VocabTrie::Node& node = nodes[i];
     const uint32_t d = node.depth - 1;
+    // Its parent ended a whole item (the c-th, c >= 1), and the rule with it for L = c: the tokens
+    // below depend on what follows, whatever the automaton says of this byte.
+    if (state[d] == 0 && items[d] > 0 && trie.subtree_tok_begin(i) < trie.subtree_tok_end(i))
+      out[items[d]].uncertain.push_back(i);
     uint16_t s = a.next[size_t{state[d]} * 256 + node.byte];
     if (s == kDeadItem) {  // rejected for every L (no item ended on the way, or the rule goes on)
       i = node.subtree_end;
@@ -105,10 +110,6 @@ std::vector<PositionMask> block_classes(const VocabTrie& trie, const ItemAutomat
       } else {
         r.emplace_back(node.tok_begin, node.tok_end);
       }
-    }
-    if (s == 0) {
-      for (uint32_t c = i + 1; c < node.subtree_end; c = nodes[c].subtree_end)
-        if (trie.subtree_tok_begin(c) < trie.subtree_tok_end(c)) out[whole].uncertain.push_back(c);
     }
     if (state.size() <= node.depth) {
       state.resize(node.depth + 1);
