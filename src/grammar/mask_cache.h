@@ -40,8 +40,8 @@ namespace keel::grammar {
 class TokenMaskCache {
  public:
   // mask_budget_bytes bounds the finished masks kept per state (oldest dropped first). shared: the
-  // vocabulary's cross-grammar classifications (shared_classes.h), or null. max_states bounds the
-  // state table (state_table.h).
+  // vocabulary's cross-grammar classifications (shared_classes.h), or null (a private store: the
+  // grammar's own positions with one key still share). max_states bounds the state table.
   TokenMaskCache(std::shared_ptr<const CompiledGrammar> grammar, std::shared_ptr<const VocabTrie> trie,
                  std::shared_ptr<SharedClassifications> shared = nullptr, size_t mask_budget_bytes = 4 << 20,
                  uint32_t max_states = StateTable::kMaxStates);
