@@ -16,6 +16,7 @@ namespace {
 constexpr uint16_t kDeadItem = UINT16_MAX;
 constexpr size_t kMaxItemStates = 64;  // an item automaton larger than this is left to the walks
 constexpr uint32_t kMaxItemDepth = 8;  // explored this deep (a `\uXXXX` escape is 6 bytes)
+constexpr uint32_t kMaxItems = 256;    // items left at most (a block of blocks: 15 * 16)
 
 // One item's automaton, read off the state table from a parser seeded before a single x: state 0
 // is the start, next[s * 256 + b] the state after byte b, done[s] whether an item is complete there
@@ -74,7 +75,8 @@ std::optional<ItemAutomaton> item_automaton(TokenMaskCache& masks, uint32_t seed
 // is added once, to the set of its own count; the children of a node that ends its c-th whole item
 // are uncertain for L = c (the rule ended there, and what follows is the context's), noted as the
 // walk meets them (in preorder, so each count's list is ascending).
-std::vector<PositionMask> block_classes(const VocabTrie& trie, const ItemAutomaton& a, uint32_t n, size_t n_words) {
+std::vector<PositionMask> block_classes(const VocabTrie& trie, const ItemAutomaton& a, uint32_t n,
+                                        const std::vector<bool>& wanted, size_t n_words) {
   const auto& nodes = trie.nodes();
   std::vector<std::vector<std::pair<uint32_t, uint32_t>>> added(n);  // [L]: token ranges first taken at L
   std::vector<PositionMask> out(n);
@@ -86,7 +88,7 @@ std::vector<PositionMask> block_classes(const VocabTrie& trie, const ItemAutomat
     const uint32_t d = node.depth - 1;
     // Its parent ended a whole item (the c-th, c >= 1), and the rule with it for L = c: the tokens
     // below depend on what follows, whatever the automaton says of this byte.
-    if (state[d] == 0 && items[d] > 0 && trie.subtree_tok_begin(i) < trie.subtree_tok_end(i))
+    if (state[d] == 0 && items[d] > 0 && wanted[items[d]] && trie.subtree_tok_begin(i) < trie.subtree_tok_end(i))
       out[items[d]].uncertain.push_back(i);
     uint16_t s = a.next[size_t{state[d]} * 256 + node.byte];
     if (s == kDeadItem) {  // rejected for every L (no item ended on the way, or the rule goes on)
@@ -128,6 +130,7 @@ std::vector<PositionMask> block_classes(const VocabTrie& trie, const ItemAutomat
       trie.mark_tokens(bits, b, e);
       n_accepted += e - b;
     }
+    if (!wanted[L]) continue;
     if (n_accepted >= n_words) {
       out[L].accepted_bits = bits;
       continue;
@@ -140,6 +143,15 @@ std::vector<PositionMask> block_classes(const VocabTrie& trie, const ItemAutomat
   return out;
 }
 
+// How many copies of one symbol rule r's only alternative is (0 when it is not x x ... x).
+uint32_t copies(const CompiledGrammar& g, uint32_t r) {
+  const uint32_t start = g.alt_starts(r)[0];
+  const FlatSymbol x = g.symbol(start);
+  uint32_t n = 0;
+  while (g.symbol(start + n).kind == x.kind && g.symbol(start + n).index == x.index) ++n;
+  return g.symbol(start + n).kind == FlatSymbol::Kind::kEnd ? n : 0;
+}
+
 }  // namespace
 
 uint32_t classify_blocks_by_runs(TokenMaskCache& masks) {
@@ -150,21 +162,35 @@ uint32_t classify_blocks_by_runs(TokenMaskCache& masks) {
   for (uint32_t r = 0; r < ir.rules.size(); ++r) {
     if (ir.rules[r].name != "block" || g.alt_starts(r).size() != 1) continue;
     const uint32_t start = g.alt_starts(r)[0];
-    const FlatSymbol x = g.symbol(start);
-    uint32_t n = 0;
-    while (g.symbol(start + n).kind == x.kind && g.symbol(start + n).index == x.index) ++n;
-    if (g.symbol(start + n).kind != FlatSymbol::Kind::kEnd || n < 2 || n > 127) continue;  // not x x ... x
-    // Position start + k has n - k items left; those the store lacks are made here.
-    std::vector<std::pair<uint32_t, std::string>> wanted;
+    const uint32_t n = copies(g, r);
+    if (n < 2) continue;
+    // x may be a block itself (a bound above 16 * 32): then one x is `width` items of the innermost
+    // block's symbol, and the automaton is that symbol's, seeded before the innermost's last copy.
+    uint32_t width = 1, seed = start + n - 1;
+    for (FlatSymbol x = g.symbol(start); x.kind == FlatSymbol::Kind::kRule && x.index < ir.rules.size() &&
+                                         ir.rules[x.index].name == "block" && g.alt_starts(x.index).size() == 1;) {
+      const uint32_t m = copies(g, x.index);
+      if (m < 2) break;
+      width *= m;
+      seed = g.alt_starts(x.index)[0] + m - 1;
+      x = g.symbol(g.alt_starts(x.index)[0]);
+    }
+    if ((n - 1) * width >= kMaxItems) continue;
+    // Position start + k has (n - k) * width items left; those the store lacks are made here.
+    std::vector<std::pair<uint32_t, std::string>> todo;
+    std::vector<bool> wanted((n - 1) * width + 1, false);
     for (uint32_t k = 1; k < n; ++k) {
       std::optional<std::string> key = position_key(g, start + k, shared.max_key_bytes());
-      if (key && shared.find(*key) == nullptr) wanted.emplace_back(n - k, std::move(*key));
+      if (key && shared.find(*key) == nullptr) {
+        todo.emplace_back((n - k) * width, std::move(*key));
+        wanted[(n - k) * width] = true;
+      }
     }
-    if (wanted.empty()) continue;
-    const std::optional<ItemAutomaton> a = item_automaton(masks, start + n - 1);
+    if (todo.empty()) continue;
+    const std::optional<ItemAutomaton> a = item_automaton(masks, seed);
     if (!a) continue;
-    std::vector<PositionMask> made = block_classes(masks.trie(), *a, n, masks.n_mask_words());
-    for (auto& [left, key] : wanted) {
+    std::vector<PositionMask> made = block_classes(masks.trie(), *a, (n - 1) * width + 1, wanted, masks.n_mask_words());
+    for (auto& [left, key] : todo) {
       shared.insert(key, std::make_shared<const PositionMask>(std::move(made[left])));
       ++stored;
     }
