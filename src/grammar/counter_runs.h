@@ -7,8 +7,9 @@
 // classification is a threshold on it: a node is taken while it has started at most L items, and
 // the children of a node that has just completed the L-th item are uncertain (the rule ended there).
 // The classifications are put into the cache's shared store under each position's key
-// (shared_classes.h), where TokenMaskCache::get finds them. Items that are not prefix-free, or whose
-// automaton is larger than a few states, are left to the per-position walks.
+// (shared_classes.h), where TokenMaskCache::get finds them. A block of blocks (a bound above 512)
+// counts 16 of its inner block's items per copy. Items that are not prefix-free, or whose automaton
+// is larger than a few states, are left to the per-position walks.
 #pragma once
 
 #include <cstdint>
