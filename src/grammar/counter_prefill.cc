@@ -5,6 +5,8 @@
 #include <tuple>
 #include <vector>
 
+#include "grammar/counter_runs.h"
+
 namespace keel::grammar {
 
 namespace {
@@ -57,6 +59,7 @@ CounterPrefillStats classify_counters_ahead(TokenMaskCache& masks, std::chrono::
   const auto t0 = Clock::now();
   const std::vector<uint32_t> positions = counter_positions(masks.grammar());
   CounterPrefillStats stats{.candidates = static_cast<uint32_t>(positions.size())};
+  if (!positions.empty()) classify_blocks_by_runs(masks);  // the blocks' positions, one walk per item
   for (uint32_t pos : positions) {
     if (Clock::now() - t0 >= budget) break;
     masks.get(pos);

@@ -27,7 +27,9 @@ struct CounterPrefillStats {
 std::vector<uint32_t> counter_positions(const CompiledGrammar& g);
 
 // Classifies counter_positions() in order until `budget` of wall time has been spent (checked after
-// each; one classification may overrun it).
+// each; one classification may overrun it). The positions of `block` rules over a prefix-free item
+// are first made from one run-length walk per item (counter_runs.h; its time counts against the
+// budget, which does not cut it) and found in the store by the loop.
 CounterPrefillStats classify_counters_ahead(TokenMaskCache& masks, std::chrono::microseconds budget);
 
 }  // namespace keel::grammar

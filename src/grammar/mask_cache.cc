@@ -14,7 +14,9 @@ TokenMaskCache::TokenMaskCache(std::shared_ptr<const CompiledGrammar> grammar, s
     : grammar_(std::move(grammar)),
       trie_(std::move(trie)),
       states_(max_states),
-      shared_(std::move(shared)),
+      // Without a vocabulary's store, a private one: positions of this grammar with one key (a
+      // counter's, shared_classes.cc) still share a classification.
+      shared_(shared != nullptr ? std::move(shared) : std::make_shared<SharedClassifications>(16 << 20)),
       max_finished_(mask_budget_bytes / (std::max<size_t>(1, n_mask_words()) * sizeof(uint32_t))) {
   const Grammar& g = grammar_->grammar();
   grammar_bytes_ = g.byte_sets.size() * sizeof(ByteSet) + g.n_symbols() * sizeof(Symbol) + g.rules.size() * sizeof(Rule) +

@@ -40,8 +40,8 @@ namespace keel::grammar {
 class TokenMaskCache {
  public:
   // mask_budget_bytes bounds the finished masks kept per state (oldest dropped first). shared: the
-  // vocabulary's cross-grammar classifications (shared_classes.h), or null. max_states bounds the
-  // state table (state_table.h).
+  // vocabulary's cross-grammar classifications (shared_classes.h), or null (a private store: the
+  // grammar's own positions with one key still share). max_states bounds the state table.
   TokenMaskCache(std::shared_ptr<const CompiledGrammar> grammar, std::shared_ptr<const VocabTrie> trie,
                  std::shared_ptr<SharedClassifications> shared = nullptr, size_t mask_budget_bytes = 4 << 20,
                  uint32_t max_states = StateTable::kMaxStates);
@@ -52,6 +52,8 @@ class TokenMaskCache {
   size_t n_mask_words() const { return (static_cast<size_t>(trie_->vocab().n_vocab()) + 31) / 32; }
   // The classification of kernel position `pos`; the reference stays valid for the cache's life.
   const PositionMask& get(uint32_t pos);
+  // The store get() looks classifications up in (the vocabulary's, or this cache's own).
+  SharedClassifications& shared_classifications() { return *shared_; }
   // Whether get(pos) has been called before (its classification is held here).
   bool classified(uint32_t pos);
   // Bytes this cache holds, estimated from its containers: the compiled grammar's tables (fixed)

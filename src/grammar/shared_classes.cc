@@ -9,47 +9,76 @@ size_t PositionMask::bytes() const {
          uncertain.size() * sizeof(uint32_t);
 }
 
+namespace {
+
+// Whether rule has an alternative that starts with itself (A ::= A ...): only those are held by a
+// seeded parser's virtual origin column (earley.cc), so only then does the part of the rule before
+// the dot, and its other alternatives, bear on the classification.
+bool left_recursive(const CompiledGrammar& g, uint32_t rule) {
+  for (uint32_t p : g.alt_starts(rule))
+    if (g.symbol(p).kind == FlatSymbol::Kind::kRule && g.symbol(p).index == rule) return true;
+  return false;
+}
+
+}  // namespace
+
 std::optional<std::string> position_key(const CompiledGrammar& g, uint32_t pos, size_t max_bytes) {
   uint32_t end = pos;
   while (g.symbol(end).kind != FlatSymbol::Kind::kEnd) ++end;
   const uint32_t rule = g.symbol(end).index;
   std::string out;
   auto put32 = [&](uint32_t v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); };
-  // Where the dot is: alternative index and offset in it.
-  const auto& seed_alts = g.alt_starts(rule);
-  for (uint32_t a = 0; a < seed_alts.size(); ++a) {
-    if (seed_alts[a] <= pos && pos < (a + 1 < seed_alts.size() ? seed_alts[a + 1] : end + 1)) {
-      put32(a);
-      put32(pos - seed_alts[a]);
-      break;
+  std::unordered_map<uint32_t, uint32_t> local;
+  std::vector<uint32_t> queue;
+  // One sequence of symbols: byte sets by content, rules by their number in order of first reference.
+  auto put_symbols = [&](uint32_t from) {
+    for (uint32_t p = from;; ++p) {
+      const FlatSymbol& s = g.symbol(p);
+      if (s.kind == FlatSymbol::Kind::kEnd) {
+        out += 'e';
+        return;
+      }
+      if (s.kind == FlatSymbol::Kind::kBytes) {
+        out += 'b';
+        // The set's storage as it is: keys are only compared within this process.
+        static_assert(sizeof(ByteSet) == 32);
+        out.append(reinterpret_cast<const char*>(&g.byte_set(s.index)), sizeof(ByteSet));
+      } else {
+        auto [it, inserted] = local.try_emplace(s.index, static_cast<uint32_t>(queue.size()));
+        if (inserted) queue.push_back(s.index);
+        out += 'r';
+        put32(it->second);
+      }
     }
+  };
+  if (left_recursive(g, rule)) {
+    // The whole rule: where the dot is (alternative index and offset in it), then every alternative.
+    out += 'L';
+    const auto& seed_alts = g.alt_starts(rule);
+    for (uint32_t a = 0; a < seed_alts.size(); ++a) {
+      if (seed_alts[a] <= pos && pos < (a + 1 < seed_alts.size() ? seed_alts[a + 1] : end + 1)) {
+        put32(a);
+        put32(pos - seed_alts[a]);
+        break;
+      }
+    }
+    local.emplace(rule, 0);
+    queue.push_back(rule);
+  } else {
+    // Only what follows the dot: the seed item is then the only item of origin 0, so the walk (and
+    // when the seed's rule ends) is a function of it. `exactly[c] ::= exactly[c-1] . x` for every c,
+    // and a counter's positions in any rule with the same items left, share one classification.
+    out += 'T';
+    put_symbols(pos);
+    if (out.size() > max_bytes) return std::nullopt;
   }
-  // Rules in order of first reference from the seed's rule; each as its alternatives' symbols.
-  std::unordered_map<uint32_t, uint32_t> local{{rule, 0}};
-  std::vector<uint32_t> queue{rule};
+  // Rules in order of first reference; each as its alternatives' symbols.
   for (size_t q = 0; q < queue.size(); ++q) {
     const auto& alts = g.alt_starts(queue[q]);
     out += 'R';
     put32(static_cast<uint32_t>(alts.size()));
     for (uint32_t start : alts) {
-      for (uint32_t p = start;; ++p) {
-        const FlatSymbol& s = g.symbol(p);
-        if (s.kind == FlatSymbol::Kind::kEnd) {
-          out += 'e';
-          break;
-        }
-        if (s.kind == FlatSymbol::Kind::kBytes) {
-          out += 'b';
-          // The set's storage as it is: keys are only compared within this process.
-          static_assert(sizeof(ByteSet) == 32);
-          out.append(reinterpret_cast<const char*>(&g.byte_set(s.index)), sizeof(ByteSet));
-        } else {
-          auto [it, inserted] = local.try_emplace(s.index, static_cast<uint32_t>(queue.size()));
-          if (inserted) queue.push_back(s.index);
-          out += 'r';
-          put32(it->second);
-        }
-      }
+      put_symbols(start);
       if (out.size() > max_bytes) return std::nullopt;
     }
   }
