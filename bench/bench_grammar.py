@@ -189,6 +189,17 @@ def e2e(args):
         proc.wait(timeout=60)
 
 
+def check_fresh(binary):
+    """Refuse a missing binary or one older than the grammar sources: a build without -DKEEL_BENCH=ON
+    leaves an old bench_grammar_keel in place, and its figures would be taken for the current code's."""
+    if not binary.is_file():
+        sys.exit(f"{binary} not found: configure with -DKEEL_BENCH=ON and build the bench_grammar_keel target")
+    newest = max((p for p in (ROOT / "src/grammar").iterdir()), key=lambda p: p.stat().st_mtime)
+    if binary.stat().st_mtime < newest.stat().st_mtime:
+        sys.exit(f"{binary} is older than {newest.relative_to(ROOT)}: rebuild it "
+                 "(cmake -DKEEL_BENCH=ON, then ninja bench_grammar_keel)")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--every", type=int, default=8, help="every n-th schema (sorted by file name)")
@@ -204,6 +215,7 @@ def main():
         return None
     if args.e2e:
         return e2e(args)
+    check_fresh(pathlib.Path(args.keel))
     os.sched_setaffinity(0, {args.cpu})
     print(f"MaskBench-dev every {args.every}th schema, one core (cpu {args.cpu}); compile in ms, mask in µs; "
           f"load average {os.getloadavg()[0]:.1f}")
