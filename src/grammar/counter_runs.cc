@@ -122,22 +122,21 @@ std::vector<PositionMask> block_classes(const VocabTrie& trie, const ItemAutomat
     ++i;
   }
   // Stored as TokenMaskCache::classify stores: a bitset, or sorted ids when fewer tokens than words.
+  // Both grow with L: the bits and the ids of every token taken at L or below.
   const auto& ids = trie.token_ids();
   std::vector<uint32_t> bits(n_words, 0);
-  size_t n_accepted = 0;
+  std::vector<int32_t> taken;  // kept while fewer than n_words (the ids form is used only then)
   for (uint32_t L = 1; L < n; ++L) {
     for (auto [b, e] : added[L]) {
       trie.mark_tokens(bits, b, e);
-      n_accepted += e - b;
+      if (taken.size() < n_words) taken.insert(taken.end(), ids.begin() + b, ids.begin() + e);
     }
     if (!wanted[L]) continue;
-    if (n_accepted >= n_words) {
+    if (taken.size() >= n_words) {
       out[L].accepted_bits = bits;
       continue;
     }
-    for (uint32_t L2 = 1; L2 <= L; ++L2)
-      for (auto [b, e] : added[L2])
-        for (uint32_t t = b; t < e; ++t) out[L].accepted_ids.push_back(ids[t]);
+    out[L].accepted_ids = taken;
     std::sort(out[L].accepted_ids.begin(), out[L].accepted_ids.end());
   }
   return out;
@@ -177,20 +176,20 @@ uint32_t classify_blocks_by_runs(TokenMaskCache& masks) {
     }
     if ((n - 1) * width >= kMaxItems) continue;
     // Position start + k has (n - k) * width items left; those the store lacks are made here.
-    std::vector<std::pair<uint32_t, std::string>> todo;
+    std::vector<std::pair<uint32_t, std::string>> missing;  // (items left, key)
     std::vector<bool> wanted((n - 1) * width + 1, false);
     for (uint32_t k = 1; k < n; ++k) {
       std::optional<std::string> key = position_key(g, start + k, shared.max_key_bytes());
       if (key && shared.find(*key) == nullptr) {
-        todo.emplace_back((n - k) * width, std::move(*key));
+        missing.emplace_back((n - k) * width, std::move(*key));
         wanted[(n - k) * width] = true;
       }
     }
-    if (todo.empty()) continue;
+    if (missing.empty()) continue;
     const std::optional<ItemAutomaton> a = item_automaton(masks, seed);
     if (!a) continue;
     std::vector<PositionMask> made = block_classes(masks.trie(), *a, (n - 1) * width + 1, wanted, masks.n_mask_words());
-    for (auto& [left, key] : todo) {
+    for (auto& [left, key] : missing) {
       shared.insert(key, std::make_shared<const PositionMask>(std::move(made[left])));
       ++stored;
     }
