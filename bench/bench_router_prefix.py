@@ -171,6 +171,11 @@ def replica_sources(replicas):
     return {answer_source(post(r + "/v1/chat/completions", body)["id"]): k for k, r in enumerate(replicas)}
 
 
+def pct(xs, q):
+    """The q-th percentile of xs, nearest rank (None when empty)."""
+    return sorted(xs)[min(len(xs) - 1, len(xs) * q // 100)] if xs else None
+
+
 def trace_requests(reqs, times, answers, sources, group_of):
     """One record per request of the open-loop phase: its group, send time, latency, the replica that
     answered, its cached prompt tokens, and the queue it met: requests on that replica sent before it and
@@ -200,7 +205,6 @@ def trace_summary(recs):
     first = {}
     for r in sorted(recs, key=lambda q: q["t_ms"]):
         first.setdefault((r["group"], r["replica"]), r)
-    pct = lambda xs, q: round(sorted(xs)[min(len(xs) - 1, len(xs) * q // 100)], 1) if xs else None  # noqa: E731
     warm = [r for r in recs if not r["cold"]]
     return {
         "groups_per_replica": [sum(1 for (g, k) in first if k == rep) for rep in range(n_rep)],
@@ -380,8 +384,8 @@ def run_policy(keel, replicas, args, extra, reqs, times, sources=None):
         recs = trace_requests(reqs, times, answers, sources,
                               lambda b: groups.setdefault(b["messages"][0]["content"], len(groups)))
         trace = {"trace": trace_summary(recs), "requests": recs}
-    return {"hit_rate": round(cached / prompt, 3), "ttft_p50_ms": round(lat[len(lat) // 2] * 1e3, 1),
-            "ttft_p99_ms": round(lat[min(len(lat) - 1, len(lat) * 99 // 100)] * 1e3, 1),
+    return {"hit_rate": round(cached / prompt, 3), "ttft_p50_ms": round(pct(lat, 50) * 1e3, 1),
+            "ttft_p99_ms": round(pct(lat, 99) * 1e3, 1),
             "ttft_mean_ms": round(statistics.fmean(lat) * 1e3, 1), "errors": len(errors),
             "req_per_s": round(len(lat) / wall, 2), "burst_view": "replicas" if replica_view else "router",
             "decisions": picks, **burst, **trace}
