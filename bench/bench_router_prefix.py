@@ -251,20 +251,71 @@ def calibrate(replicas, reqs, groups):
     return statistics.median(cold), statistics.median(warm), capacity
 
 
-def workload(groups, per_group, seed=0):
+def zipf_counts(groups, total, s):
+    """Requests per group, group g's share proportional to 1/(g+1)^s (s = 0: equal), summing to `total`,
+    at least one each (largest remainders)."""
+    w = [1.0 / (g + 1) ** s for g in range(groups)]
+    exact = [total * x / sum(w) for x in w]
+    n = [max(1, int(x)) for x in exact]
+    for g in sorted(range(groups), key=lambda g: int(exact[g]) - exact[g]):
+        if sum(n) >= total:
+            break
+        n[g] += 1
+    return n
+
+
+def workload(groups, per_group, seed=0, zipf=0.0, turns=1):
+    """groups x per_group chat requests, shuffled. zipf > 0: group popularity ~ 1/rank^zipf (same total).
+    turns > 1: each group's requests are conversations of `turns` turns; turn k carries the k-1 earlier
+    user questions and assistant answers, so the prompt's cached prefix grows turn by turn, and a
+    conversation's turns keep their order in the shuffled schedule."""
     rnd = random.Random(seed)
     topics = ["astronomy", "cooking", "sailing", "chess", "gardening", "jazz", "geology", "poetry", "cycling",
               "origami", "beekeeping", "pottery"]
-    reqs = []
+    counts = zipf_counts(groups, groups * per_group, zipf) if zipf else [per_group] * groups
+    reqs, conv = [], []
     for g in range(groups):
         system = f"You are expert {g} on {topics[g % len(topics)]}. " + " ".join(
             f"Guideline {k}: keep answers about {topics[g % len(topics)]} short and precise." for k in range(9))
-        for q in range(per_group):
-            reqs.append({"model": "smollm2", "max_tokens": 1, "temperature": 0,
-                         "messages": [{"role": "system", "content": system},
-                                      {"role": "user", "content": f"Question {q}: what is item {q * 7 + g}?"}]})
-    rnd.shuffle(reqs)
-    return reqs
+        history = []
+        for q in range(counts[g]):
+            if q % turns == 0:
+                history = [{"role": "system", "content": system}]
+            user = {"role": "user", "content": f"Question {q}: what is item {q * 7 + g}?"}
+            reqs.append({"model": "smollm2", "max_tokens": 1, "temperature": 0, "messages": history + [user]})
+            conv.append((g, q // turns))
+            history = history + [user, {"role": "assistant", "content": f"Item {q * 7 + g} is a kind of "
+                                        f"{topics[g % len(topics)]} thing, number {q}."}]
+    order = list(range(len(reqs)))
+    rnd.shuffle(order)
+    # Turns in order: each conversation's slots in the shuffled schedule get its turns first to last.
+    slots = {}
+    for pos, i in enumerate(order):
+        slots.setdefault(conv[i], []).append(pos)
+    out = [None] * len(reqs)
+    members = {}
+    for i in range(len(reqs)):
+        members.setdefault(conv[i], []).append(i)
+    for c, positions in slots.items():
+        for pos, i in zip(sorted(positions), members[c]):
+            out[pos] = reqs[i]
+    return out
+
+
+def add_mid_burst(reqs, times, n, gap_s=0.005):
+    """n more requests of the most popular group, sent gap_s apart from the middle of the schedule: a
+    burst of one prefix amid the Poisson traffic of all groups."""
+    if n <= 0:
+        return reqs, times
+    by_group = {}
+    for r in reqs:
+        by_group.setdefault(r["messages"][0]["content"], []).append(r)
+    hot = max(by_group.values(), key=len)[0]
+    t0 = times[len(times) // 2]
+    extra = [({**hot, "messages": [hot["messages"][0], {"role": "user", "content": f"Burst question {i}: now?"}]},
+              t0 + i * gap_s) for i in range(n)]
+    merged = sorted(list(zip(reqs, times)) + extra, key=lambda x: x[1])
+    return [r for r, _ in merged], [t for _, t in merged]
 
 
 def in_flight(base):
@@ -419,6 +470,11 @@ def main():
     ap.add_argument("--client-cpus", default="", help="CPUs for this script (the load generator)")
     ap.add_argument("--groups", type=int, default=8)
     ap.add_argument("--per-group", type=int, default=6)
+    ap.add_argument("--zipf", type=float, default=0.0,
+                    help="group popularity ~ 1/rank^ZIPF over --groups (same total, groups x per-group); 0 = equal")
+    ap.add_argument("--turns", type=int, default=1, help="multi-turn: conversations of this many turns per group")
+    ap.add_argument("--mid-burst", type=int, default=0,
+                    help="poisson: this many more requests of the most popular group, 5 ms apart, mid-schedule")
     ap.add_argument("--concurrency", type=int, default=4, help="closed-loop clients (--arrivals closed)")
     ap.add_argument("--arrivals", default="closed", choices=["closed", "poisson"])
     ap.add_argument("--rate", type=float, default=0.0, help="poisson: requests per second")
@@ -463,7 +519,7 @@ def main():
         for r in replicas:
             wait_http(r + "/health")
         sources = replica_sources(replicas) if args.trace else None
-        reqs = workload(args.groups, args.per_group)
+        reqs = workload(args.groups, args.per_group, zipf=args.zipf, turns=args.turns)
         times = None
         if args.arrivals == "poisson":
             rate = args.rate
@@ -476,6 +532,7 @@ def main():
             if rate <= 0:
                 raise SystemExit("--arrivals poisson needs --rate or --load")
             times = arrival_times(len(reqs), rate, seed=1)
+            reqs, times = add_mid_burst(reqs, times, args.mid_burst)
         configs = [("cache_aware exact (--model)", ["--model", args.model]),
                    ("cache_aware count bound (--model)", ["--model", args.model, "--spill-factor", "0"]),
                    ("cache_aware group affinity 3 (--model)",
