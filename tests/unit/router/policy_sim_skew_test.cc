@@ -1,0 +1,218 @@
+// cache_aware on a skewed workload, in virtual time, against a model of sglang-router 0.3.2's
+// cache_aware policy and round robin: many prompt groups with Zipf popularity (group g gets a share
+// ~ 1/(g+1)^s of the requests), Poisson arrivals, optionally a burst of the hottest group in the middle
+// (bench/bench_router_prefix.py --zipf S --mid-burst N). Replicas as in policy_sim_test.cc: FIFO, one
+// request at a time, 23 units for a request whose group's prefix the replica does not hold, 1 otherwise;
+// no eviction.
+//
+// The sglang-router model (its src/policies/cache_aware.rs and tree.rs, defaults of its router_args.py
+// 0.3.2: cache_threshold 0.3, balance_abs_threshold 64, balance_rel_threshold 1.5, tree eviction only
+// past 2^26 characters per replica): load = the router's in-flight count per replica; when
+// max - min > 64 and max > 1.5 x min it sends the request to the least loaded (the first one listed of
+// those) and records the prompt there; otherwise to a replica its tree holds the prompt's prefix for
+// (the request's system prompt is ~0.9 of its characters, above the 0.3 threshold) — the tree returns
+// one tenant of the deepest matched node, modelled as the holder listed first — and with no holder to
+// the replica with the fewest characters in its tree (a new group: its ~600-character system prompt;
+// every request also adds its ~35-character question).
+//
+// It predicts where the routers' decisions differ: a hot group with more traffic than one replica
+// serves queues on its one holder under sglang-router until the in-flight gap passes 64, and a burst of
+// the hot group queues there whole; keel spreads both (cost spills, burst guard) at the price of a few
+// more cold prefills. Prediction only: the device replicas batch, this one does not.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <deque>
+#include <iostream>
+#include <random>
+#include <vector>
+
+#include "bench_prompt.h"
+#include "router/policy.h"
+
+namespace keel::router {
+namespace {
+
+constexpr size_t kReplicas = 4;
+constexpr double kCold = 23.0, kWarm = 1.0;
+using bench_prompt::kKeys;
+using bench_prompt::kShared;
+
+struct Workload {
+  int groups = 16;
+  int total = 480;
+  double zipf = 1.2;
+  double rate = 2.0;     // requests per warm unit (one replica serves 1 warm request per unit)
+  int mid_burst = 0;     // requests of group 0, 0.09 units (5 ms) apart, from the middle of the schedule
+};
+
+enum class Router { kKeel, kSglang, kRoundRobin };
+
+struct SimResult {
+  int cold = 0;
+  double p50 = 0, p99 = 0;
+  int hot_holders = 0;     // replicas group 0 ran on
+  int64_t max_queue = 0;   // the longest queue any replica had at an arrival
+};
+
+std::vector<int> arrivals_by_group(const Workload& w, std::mt19937_64& rng) {
+  std::vector<double> weight(static_cast<size_t>(w.groups));
+  double sum = 0;
+  for (int g = 0; g < w.groups; ++g) sum += weight[static_cast<size_t>(g)] = 1.0 / std::pow(g + 1, w.zipf);
+  std::vector<int> out;
+  for (int g = 0; g < w.groups; ++g) {
+    const int n = std::max(1, static_cast<int>(std::lround(w.total * weight[static_cast<size_t>(g)] / sum)));
+    out.insert(out.end(), static_cast<size_t>(n), g);
+  }
+  std::shuffle(out.begin(), out.end(), rng);
+  return out;
+}
+
+SimResult simulate(Router router, const Workload& w, uint64_t seed, const CacheAwareConfig& cfg = {}) {
+  auto keel = make_cache_aware(cfg);
+  auto rr = make_round_robin();
+  std::mt19937_64 rng(seed);
+  std::vector<int> groups = arrivals_by_group(w, rng);
+  std::exponential_distribution<double> gap(w.rate);
+  std::vector<std::pair<double, int>> schedule;
+  double t = 0;
+  for (int g : groups) schedule.push_back({t += gap(rng), g});
+  const double mid = schedule[schedule.size() / 2].first;
+  for (int i = 0; i < w.mid_burst; ++i) schedule.push_back({mid + 0.09 * i, 0});
+  std::stable_sort(schedule.begin(), schedule.end(), [](auto& a, auto& b) { return a.first < b.first; });
+
+  const auto n_groups = static_cast<size_t>(w.groups);
+  const double window = static_cast<double>(cfg.burst_window_ms) / 57.0;  // a warm request took 57 ms
+  struct Job {
+    int group;
+    double arrival;
+    int64_t cost;
+  };
+  std::vector<std::deque<Job>> queue(kReplicas);
+  std::vector<double> busy_until(kReplicas, 0.0);
+  std::vector<std::vector<bool>> routed(kReplicas, std::vector<bool>(n_groups, false));
+  std::vector<std::vector<bool>> cached(kReplicas, std::vector<bool>(n_groups, false));
+  std::vector<int64_t> tree_chars(kReplicas, 0), group_in_flight(n_groups, 0);
+  std::vector<std::vector<double>> group_times(n_groups);
+  std::vector<double> latency;
+  SimResult out;
+  auto start_head = [&](size_t r, double now) {
+    const Job& j = queue[r].front();
+    const bool hit = cached[r][static_cast<size_t>(j.group)];
+    out.cold += !hit;
+    cached[r][static_cast<size_t>(j.group)] = true;
+    busy_until[r] = now + (hit ? kWarm : kCold);
+  };
+  auto finish_until = [&](double until) {
+    for (;;) {
+      size_t r = kReplicas;
+      for (size_t i = 0; i < kReplicas; ++i) {
+        if (!queue[i].empty() && busy_until[i] <= until && (r == kReplicas || busy_until[i] < busy_until[r])) r = i;
+      }
+      if (r == kReplicas) return;
+      const double now = busy_until[r];
+      latency.push_back(now - queue[r].front().arrival);
+      --group_in_flight[static_cast<size_t>(queue[r].front().group)];
+      queue[r].pop_front();
+      if (!queue[r].empty()) start_head(r, now);
+    }
+  };
+  auto sglang_pick = [&](size_t gi) -> size_t {
+    size_t lo = 0, hi = 0;
+    for (size_t r = 1; r < kReplicas; ++r) {
+      if (queue[r].size() < queue[lo].size()) lo = r;
+      if (queue[r].size() > queue[hi].size()) hi = r;
+    }
+    const auto max_load = static_cast<double>(queue[hi].size()), min_load = static_cast<double>(queue[lo].size());
+    if (max_load - min_load > 64 && max_load > 1.5 * min_load) return lo;
+    for (size_t r = 0; r < kReplicas; ++r) {
+      if (routed[r][gi]) return r;
+    }
+    return static_cast<size_t>(std::min_element(tree_chars.begin(), tree_chars.end()) - tree_chars.begin());
+  };
+  for (const auto& [when, g] : schedule) {
+    finish_until(when);
+    const auto gi = static_cast<size_t>(g);
+    std::vector<CandidateView> c;
+    for (size_t r = 0; r < kReplicas; ++r) {
+      int64_t work = 0, n_held = 0;
+      for (const Job& j : queue[r]) work += j.cost;
+      for (bool b : routed[r]) n_held += b;
+      out.max_queue = std::max<int64_t>(out.max_queue, static_cast<int64_t>(queue[r].size()));
+      c.push_back({.load = static_cast<int64_t>(queue[r].size()), .work = work, .match = routed[r][gi] ? kShared : 0,
+                   .free_cache = 4096 - 160 * n_held});
+    }
+    size_t r = 0;
+    if (router == Router::kSglang) {
+      r = sglang_pick(gi);
+    } else if (router == Router::kRoundRobin) {
+      r = static_cast<size_t>(rr->pick({}, c).index);
+    } else {
+      const auto recent = std::count_if(group_times[gi].begin(), group_times[gi].end(),
+                                        [&](double x) { return x >= when - window; });
+      r = static_cast<size_t>(
+          keel->pick({.n_keys = kKeys, .group_in_flight = group_in_flight[gi], .group_recent = recent}, c).index);
+    }
+    tree_chars[r] += (routed[r][gi] ? 0 : 600) + 35;
+    queue[r].push_back({g, when, cfg.cost(kKeys, c[r].match, 1)});
+    routed[r][gi] = true;
+    ++group_in_flight[gi];
+    group_times[gi].push_back(when);
+    if (queue[r].size() == 1) start_head(r, when);
+  }
+  finish_until(1e18);
+  for (size_t r = 0; r < kReplicas; ++r) out.hot_holders += cached[r][0];
+  std::sort(latency.begin(), latency.end());
+  out.p50 = latency[latency.size() / 2];
+  out.p99 = latency[latency.size() * 99 / 100];
+  return out;
+}
+
+struct Totals {
+  double cold = 0, p50 = 0, p99 = 0, hot_holders = 0, max_queue = 0;
+};
+
+Totals over_seeds(Router router, const Workload& w, const char* name, const CacheAwareConfig& cfg = {}) {
+  Totals tot;
+  constexpr int kSeeds = 20;
+  for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
+    SimResult r = simulate(router, w, seed, cfg);
+    EXPECT_GE(r.cold, w.groups) << name << " seed " << seed;  // the floor: one cold prefill per group
+    tot.cold += r.cold / double{kSeeds};
+    tot.p50 += r.p50 / kSeeds;
+    tot.p99 += r.p99 / kSeeds;
+    tot.hot_holders += r.hot_holders / double{kSeeds};
+    tot.max_queue += static_cast<double>(r.max_queue) / kSeeds;
+  }
+  std::cout << name << " (zipf " << w.zipf << ", rate " << w.rate << ", mid burst " << w.mid_burst << "): cold "
+            << tot.cold << ", p50 " << tot.p50 << ", p99 " << tot.p99 << " units, hot group on " << tot.hot_holders
+            << " replicas, longest queue " << tot.max_queue << "\n";
+  return tot;
+}
+
+// The device run's shape (docs/performance.md, Session 9: 16 groups, zipf 1.2, 480 Poisson requests
+// plus 24 of the hottest group mid-way; the hot group has 36 % of the requests and fits on one replica
+// between bursts). The sglang-router model keeps every group on one replica and the burst whole on the
+// hot group's holder; keel spreads the hot group over the fleet (cost spills while its holder
+// prefills, the burst guard) and pays for it in cold prefills — the trade the device run showed
+// (hit rate 0.854-0.857 against 0.863; the burst on one replica set sglang-router's TTFT p99). The
+// model's TTFT is printed, not asserted: with cold = 23 warm and no batching the start's cold prefills
+// dominate its tail (it ranks keel's p99 behind, the device ranked it ahead).
+TEST(CacheAwareSkewSim, TheHotGroupStaysOnOneReplicaUnderTheSglangModelAndSpreadsUnderKeel) {
+  const Workload w{.zipf = 1.2, .rate = 1.6, .mid_burst = 24};
+  Totals keel = over_seeds(Router::kKeel, w, "keel cache_aware");
+  Totals sglang = over_seeds(Router::kSglang, w, "sglang-router model");
+  Totals rr = over_seeds(Router::kRoundRobin, w, "round_robin");
+  EXPECT_LT(sglang.hot_holders, 1.5);
+  EXPECT_GE(sglang.max_queue, 24.0);  // the burst queued whole on one replica
+  EXPECT_GT(keel.hot_holders, 2.5);
+  EXPECT_LT(keel.max_queue, sglang.max_queue);
+  EXPECT_GT(keel.cold, sglang.cold);      // the price of spreading: the copies' prefills
+  EXPECT_LT(keel.cold, sglang.cold + 12);
+  EXPECT_LT(keel.cold, rr.cold / 2);       // still cache-aware: round robin prefills far more cold
+}
+
+}  // namespace
+}  // namespace keel::router
