@@ -35,7 +35,14 @@ Usage: bench/bench_router_prefix.py [--build build] [--groups 8] [--per-group 6]
          [--sglang-router PYTHON] [--replica-view] [--only NAME,NAME] [--repeat N]
          [--model PATH] [--load-format dummy] [--threads N] [--replica-cpus A-B,...] [--router-cpus A-B]
          [--client-cpus A-B] [--arrivals poisson --rate R | --load F] [--variant NAME=ARGS] [--out FILE]
-         [--trace]
+         [--trace] [--zipf S] [--turns T] [--mid-burst N] [--kv-tokens N]
+
+Skewed and realistic traffic: --zipf S gives group g a share ~ 1/(g+1)^S of the groups x per-group
+requests (a hot app and a long tail), --turns T makes each group's requests conversations of T turns
+(the prompt carries the earlier turns, so the cached prefix grows), --mid-burst N adds N requests of
+the most popular group 5 ms apart in the middle of the Poisson schedule, and --kv-tokens below the
+working set puts the replicas' caches under pressure (evictions). With --zipf, --load's calibration
+(every group on one replica of its own) does not describe the fleet: give --rate.
 
 --trace (open loop): each result line also carries "requests", one record per request (its group,
 send time, TTFT, the replica that answered, cached prompt tokens, the requests it met queued on that
