@@ -44,8 +44,8 @@ struct Workload {
   int groups = 16;
   int total = 480;
   double zipf = 1.2;
-  double rate = 2.0;     // requests per warm unit (one replica serves 1 warm request per unit)
-  int mid_burst = 0;     // requests of group 0, 0.09 units (5 ms) apart, from the middle of the schedule
+  double rate = 2.0;  // requests per warm unit (one replica serves 1 warm request per unit)
+  int mid_burst = 0;  // requests of group 0, 0.09 units (5 ms) apart, from the middle of the schedule
 };
 
 enum class Router { kKeel, kSglang, kRoundRobin };
@@ -53,28 +53,22 @@ enum class Router { kKeel, kSglang, kRoundRobin };
 struct SimResult {
   int cold = 0;
   double p50 = 0, p99 = 0;
-  int hot_holders = 0;     // replicas group 0 ran on
-  int64_t max_queue = 0;   // the longest queue any replica had at an arrival
+  int hot_holders = 0;    // replicas group 0 ran on
+  int64_t max_queue = 0;  // the longest queue any replica had at an arrival
 };
 
-std::vector<int> arrivals_by_group(const Workload& w, std::mt19937_64& rng) {
+// (arrival time, group) of every request: Zipf-shared groups, shuffled, Poisson, plus the mid burst.
+std::vector<std::pair<double, int>> schedule_of(const Workload& w, uint64_t seed) {
+  std::mt19937_64 rng(seed);
   std::vector<double> weight(static_cast<size_t>(w.groups));
   double sum = 0;
   for (int g = 0; g < w.groups; ++g) sum += weight[static_cast<size_t>(g)] = 1.0 / std::pow(g + 1, w.zipf);
-  std::vector<int> out;
+  std::vector<int> groups;
   for (int g = 0; g < w.groups; ++g) {
     const int n = std::max(1, static_cast<int>(std::lround(w.total * weight[static_cast<size_t>(g)] / sum)));
-    out.insert(out.end(), static_cast<size_t>(n), g);
+    groups.insert(groups.end(), static_cast<size_t>(n), g);
   }
-  std::shuffle(out.begin(), out.end(), rng);
-  return out;
-}
-
-SimResult simulate(Router router, const Workload& w, uint64_t seed, const CacheAwareConfig& cfg = {}) {
-  auto keel = make_cache_aware(cfg);
-  auto rr = make_round_robin();
-  std::mt19937_64 rng(seed);
-  std::vector<int> groups = arrivals_by_group(w, rng);
+  std::shuffle(groups.begin(), groups.end(), rng);
   std::exponential_distribution<double> gap(w.rate);
   std::vector<std::pair<double, int>> schedule;
   double t = 0;
@@ -82,7 +76,27 @@ SimResult simulate(Router router, const Workload& w, uint64_t seed, const CacheA
   const double mid = schedule[schedule.size() / 2].first;
   for (int i = 0; i < w.mid_burst; ++i) schedule.push_back({mid + 0.09 * i, 0});
   std::stable_sort(schedule.begin(), schedule.end(), [](auto& a, auto& b) { return a.first < b.first; });
+  return schedule;
+}
 
+// The sglang-router model's pick (file comment): in-flight counts, whether each replica was sent group
+// gi, and the characters in each replica's tree.
+size_t sglang_pick(const std::vector<int64_t>& in_flight, const std::vector<std::vector<bool>>& routed, size_t gi,
+                   const std::vector<int64_t>& tree_chars) {
+  const auto lo = static_cast<size_t>(std::min_element(in_flight.begin(), in_flight.end()) - in_flight.begin());
+  const auto max_load = static_cast<double>(*std::max_element(in_flight.begin(), in_flight.end()));
+  const auto min_load = static_cast<double>(in_flight[lo]);
+  if (max_load - min_load > 64 && max_load > 1.5 * min_load) return lo;
+  for (size_t r = 0; r < routed.size(); ++r) {
+    if (routed[r][gi]) return r;
+  }
+  return static_cast<size_t>(std::min_element(tree_chars.begin(), tree_chars.end()) - tree_chars.begin());
+}
+
+SimResult simulate(Router router, const Workload& w, uint64_t seed, const CacheAwareConfig& cfg = {}) {
+  auto keel = make_cache_aware(cfg);
+  auto rr = make_round_robin();
+  const auto schedule = schedule_of(w, seed);
   const auto n_groups = static_cast<size_t>(w.groups);
   const double window = static_cast<double>(cfg.burst_window_ms) / 57.0;  // a warm request took 57 ms
   struct Job {
@@ -119,39 +133,30 @@ SimResult simulate(Router router, const Workload& w, uint64_t seed, const CacheA
       if (!queue[r].empty()) start_head(r, now);
     }
   };
-  auto sglang_pick = [&](size_t gi) -> size_t {
-    size_t lo = 0, hi = 0;
-    for (size_t r = 1; r < kReplicas; ++r) {
-      if (queue[r].size() < queue[lo].size()) lo = r;
-      if (queue[r].size() > queue[hi].size()) hi = r;
-    }
-    const auto max_load = static_cast<double>(queue[hi].size()), min_load = static_cast<double>(queue[lo].size());
-    if (max_load - min_load > 64 && max_load > 1.5 * min_load) return lo;
-    for (size_t r = 0; r < kReplicas; ++r) {
-      if (routed[r][gi]) return r;
-    }
-    return static_cast<size_t>(std::min_element(tree_chars.begin(), tree_chars.end()) - tree_chars.begin());
-  };
   for (const auto& [when, g] : schedule) {
     finish_until(when);
     const auto gi = static_cast<size_t>(g);
     std::vector<CandidateView> c;
+    std::vector<int64_t> in_flight;
     for (size_t r = 0; r < kReplicas; ++r) {
+      in_flight.push_back(static_cast<int64_t>(queue[r].size()));
       int64_t work = 0, n_held = 0;
       for (const Job& j : queue[r]) work += j.cost;
       for (bool b : routed[r]) n_held += b;
       out.max_queue = std::max<int64_t>(out.max_queue, static_cast<int64_t>(queue[r].size()));
-      c.push_back({.load = static_cast<int64_t>(queue[r].size()), .work = work, .match = routed[r][gi] ? kShared : 0,
+      c.push_back({.load = static_cast<int64_t>(queue[r].size()),
+                   .work = work,
+                   .match = routed[r][gi] ? kShared : 0,
                    .free_cache = 4096 - 160 * n_held});
     }
     size_t r = 0;
     if (router == Router::kSglang) {
-      r = sglang_pick(gi);
+      r = sglang_pick(in_flight, routed, gi, tree_chars);
     } else if (router == Router::kRoundRobin) {
       r = static_cast<size_t>(rr->pick({}, c).index);
     } else {
-      const auto recent = std::count_if(group_times[gi].begin(), group_times[gi].end(),
-                                        [&](double x) { return x >= when - window; });
+      const auto recent =
+          std::count_if(group_times[gi].begin(), group_times[gi].end(), [&](double x) { return x >= when - window; });
       r = static_cast<size_t>(
           keel->pick({.n_keys = kKeys, .group_in_flight = group_in_flight[gi], .group_recent = recent}, c).index);
     }
@@ -209,9 +214,9 @@ TEST(CacheAwareSkewSim, TheHotGroupStaysOnOneReplicaUnderTheSglangModelAndSpread
   EXPECT_GE(sglang.max_queue, 24.0);  // the burst queued whole on one replica
   EXPECT_GT(keel.hot_holders, 2.5);
   EXPECT_LT(keel.max_queue, sglang.max_queue);
-  EXPECT_GT(keel.cold, sglang.cold);      // the price of spreading: the copies' prefills
+  EXPECT_GT(keel.cold, sglang.cold);  // the price of spreading: the copies' prefills
   EXPECT_LT(keel.cold, sglang.cold + 12);
-  EXPECT_LT(keel.cold, rr.cold / 2);       // still cache-aware: round robin prefills far more cold
+  EXPECT_LT(keel.cold, rr.cold / 2);  // still cache-aware: round robin prefills far more cold
 }
 
 }  // namespace
