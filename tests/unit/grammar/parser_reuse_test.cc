@@ -43,7 +43,8 @@ void expect_same_walk(EarleyParser& fresh, EarleyParser& reused, const std::stri
   size_t n = 0;
   for (char c : s) {
     const bool a = fresh.push_byte(static_cast<uint8_t>(c));
-    ASSERT_EQ(a, reused.push_byte(static_cast<uint8_t>(c))) << "position " << pos << " after '" << s.substr(0, n) << "'";
+    ASSERT_EQ(a, reused.push_byte(static_cast<uint8_t>(c)))
+        << "position " << pos << " after '" << s.substr(0, n) << "'";
     if (!a) break;
     ++n;
     ASSERT_EQ(fresh.state(), reused.state()) << "position " << pos;
@@ -95,7 +96,9 @@ TEST(ParserReuse, ReseededParserWalksLikeAFreshOneJsonSchema) {
   check_reseed({.kind = GrammarSpec::Kind::kJsonSchema, .source = kSchema}, 50);
 }
 
-TEST(ParserReuse, ReseededParserWalksLikeAFreshOneGbnf) { check_reseed({.kind = GrammarSpec::Kind::kGbnf, .source = kGbnf}, 13); }
+TEST(ParserReuse, ReseededParserWalksLikeAFreshOneGbnf) {
+  check_reseed({.kind = GrammarSpec::Kind::kGbnf, .source = kGbnf}, 13);
+}
 
 // The position after a rule's first symbol, by rule name.
 uint32_t after_first(const CompiledGrammar& g, const std::string& rule) {
