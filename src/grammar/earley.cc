@@ -64,6 +64,21 @@ EarleyParser::EarleyParser(const CompiledGrammar& g, StateTable* states)
 
 EarleyParser::EarleyParser(const CompiledGrammar& g, uint32_t seed_pos, StateTable* states)
     : g_(g), predicted_(g.n_rules(), UINT32_MAX), pos_seen_(g.n_positions(), UINT32_MAX), base_(1), states_(states) {
+  seed(seed_pos);
+}
+
+void EarleyParser::reseed(uint32_t seed_pos) {
+  items_.clear();
+  col_begin_.clear();
+  flags_.clear();
+  waiting_.clear();
+  waiting_begin_.clear();
+  col_state_.clear();
+  base_ = 1;
+  seed(seed_pos);
+}
+
+void EarleyParser::seed(uint32_t seed_pos) {
   KEEL_CHECK(seed_pos < g_.n_positions() && g_.symbol(seed_pos).kind != FlatSymbol::Kind::kEnd,
              "seed must be a position before a symbol");
   // Column 0 stands for the column where the seed's rule started: it holds only that rule's
@@ -97,7 +112,12 @@ EarleyParser::EarleyParser(const CompiledGrammar& g, uint32_t seed_pos, StateTab
 
 void EarleyParser::begin_column() {
   cur_col_ = static_cast<uint32_t>(flags_.size());
-  ++stamp_;
+  // Stamps only ever meet the current one; a parser reused for long wraps them around safely.
+  if (++stamp_ == UINT32_MAX) {
+    std::fill(predicted_.begin(), predicted_.end(), UINT32_MAX);
+    std::fill(pos_seen_.begin(), pos_seen_.end(), UINT32_MAX);
+    stamp_ = 0;
+  }
   seen_.clear();
 }
 

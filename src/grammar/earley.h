@@ -29,6 +29,10 @@ class EarleyParser {
   explicit EarleyParser(const CompiledGrammar& g, StateTable* states = nullptr);
   EarleyParser(const CompiledGrammar& g, uint32_t seed_pos, StateTable* states = nullptr);
 
+  // Starts over as a parser seeded at seed_pos (as the seeded constructor does), keeping the
+  // buffers: a parser reused across classifications allocates no grammar-sized arrays again.
+  void reseed(uint32_t seed_pos);
+
   // Consumes one byte; false (state unchanged) if no item can scan it.
   bool push_byte(uint8_t b);
   // All-or-nothing: on failure the bytes already pushed are popped again.
@@ -70,6 +74,7 @@ class EarleyParser {
     size_t count_ = 0;
   };
 
+  void seed(uint32_t seed_pos);
   void begin_column();
   void add(uint32_t pos, uint32_t origin);
   void close_column(size_t first_item);

@@ -39,7 +39,7 @@ const PositionMask& TokenMaskCache::get(uint32_t pos) {
   }
   if (mask == nullptr) {
     mask = std::make_shared<const PositionMask>(classify(pos));
-    if (key) shared_->insert(*key, mask);
+    if (key) shared_->insert(std::move(*key), mask);
   }
   std::lock_guard<std::mutex> lock(mu_);
   // Counted here even when the classification is shared with other grammars: an upper bound.
@@ -120,7 +120,8 @@ PositionMask TokenMaskCache::classify(uint32_t pos) {
     }
   };
   PositionMask out;
-  EarleyParser parser(*grammar_, pos, &states_);
+  std::unique_ptr<EarleyParser> seeded = take_parser(pos);
+  EarleyParser& parser = *seeded;
   // rule_ended[d]: the seeded rule completed somewhere within the first d bytes.
   std::vector<uint8_t> rule_ended(1, static_cast<uint8_t>(parser.seed_completed()));
   {
@@ -153,6 +154,7 @@ PositionMask TokenMaskCache::classify(uint32_t pos) {
       ++i;
     }
   }
+  give_back(std::move(seeded));  // the walker has popped what it pushed
   if (2 * n_accepted > ids.size()) {
     // Most tokens accepted (a string or key body): clear the few gaps from the set of every trie
     // token instead of setting each accepted one.
@@ -173,6 +175,25 @@ PositionMask TokenMaskCache::classify(uint32_t pos) {
     std::sort(out.accepted_ids.begin(), out.accepted_ids.end());
   }
   return out;
+}
+
+std::unique_ptr<EarleyParser> TokenMaskCache::take_parser(uint32_t pos) {
+  std::unique_ptr<EarleyParser> parser;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!spare_parsers_.empty()) {
+      parser = std::move(spare_parsers_.back());
+      spare_parsers_.pop_back();
+    }
+  }
+  if (parser == nullptr) return std::make_unique<EarleyParser>(*grammar_, pos, &states_);
+  parser->reseed(pos);
+  return parser;
+}
+
+void TokenMaskCache::give_back(std::unique_ptr<EarleyParser> parser) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (spare_parsers_.size() < kMaxSpareParsers) spare_parsers_.push_back(std::move(parser));
 }
 
 }  // namespace keel::grammar

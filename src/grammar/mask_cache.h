@@ -16,7 +16,9 @@
 //    Each new column of a key being typed leads to one "other key" state under every character no
 //    name continues with, so its mask is a stored one with a few subtrees swapped. Bounded
 //    (mask_budget and kSubtreeBudget, oldest dropped).
-// Positions are classified lazily on first use, or found in the vocabulary's SharedClassifications. Thread-safe: matchers on any thread share one cache.
+// Positions are classified lazily on first use (by a seeded parser from a few spare ones the cache
+// keeps, EarleyParser::reseed), or found in the vocabulary's SharedClassifications. Thread-safe:
+// matchers on any thread share one cache.
 #pragma once
 
 #include <array>
@@ -30,6 +32,7 @@
 #include <vector>
 
 #include "grammar/compiled_grammar.h"
+#include "grammar/earley.h"
 #include "grammar/fifo_map.h"
 #include "grammar/shared_classes.h"
 #include "grammar/state_table.h"
@@ -90,6 +93,10 @@ class TokenMaskCache {
 
  private:
   PositionMask classify(uint32_t pos);
+  // A parser seeded at pos: a spare one reseeded (set-up without allocating the grammar-sized
+  // arrays), or a new one; given back after the classification.
+  std::unique_ptr<EarleyParser> take_parser(uint32_t pos);
+  void give_back(std::unique_ptr<EarleyParser> parser);
   // A FifoMap insert's bytes into mask_bytes_.
   void count(FifoChange c) {
     mask_bytes_.fetch_add(c.added, std::memory_order_relaxed);
@@ -109,6 +116,8 @@ class TokenMaskCache {
   FifoMap<uint64_t, std::shared_ptr<const Ranges>> subtrees_;  // state << 32 | node
   FifoMap<StateTable::State, std::shared_ptr<const FirstByteMask>> first_byte_;
   std::unordered_map<StateTable::State, std::pair<StateTable::State, uint32_t>> first_byte_targets_;  // last column, count
+  std::vector<std::unique_ptr<EarleyParser>> spare_parsers_;  // at most kMaxSpareParsers
+  static constexpr size_t kMaxSpareParsers = 4;
   size_t grammar_bytes_ = 0;
   std::atomic<size_t> mask_bytes_{0};  // classifications, finished and first-byte masks, subtree ranges held
   std::atomic<uint64_t> first_byte_masks_{0};

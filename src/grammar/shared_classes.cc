@@ -11,6 +11,8 @@ size_t PositionMask::bytes() const {
 
 namespace {
 
+constexpr uint32_t kNoLocal = UINT32_MAX;
+
 // Whether rule has an alternative that starts with itself (A ::= A ...): only those are held by a
 // seeded parser's virtual origin column (earley.cc), so only then does the part of the rule before
 // the dot, and its other alternatives, bear on the classification.
@@ -26,10 +28,27 @@ std::optional<std::string> position_key(const CompiledGrammar& g, uint32_t pos, 
   uint32_t end = pos;
   while (g.symbol(end).kind != FlatSymbol::Kind::kEnd) ++end;
   const uint32_t rule = g.symbol(end).index;
+  // Each rule's number in order of first reference, in a per-thread table indexed by rule (reset
+  // for the rules used before returning): a hash map per key cost more than the key's text.
+  thread_local std::vector<uint32_t> local;
+  thread_local std::vector<uint32_t> queue;
+  if (local.size() < g.n_rules()) local.resize(g.n_rules(), kNoLocal);
+  queue.clear();
+  struct Reset {
+    ~Reset() {
+      for (uint32_t r : queue) local[r] = kNoLocal;
+    }
+  } reset;
   std::string out;
+  out.reserve(256);
   auto put32 = [&](uint32_t v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); };
-  std::unordered_map<uint32_t, uint32_t> local;
-  std::vector<uint32_t> queue;
+  auto number = [&](uint32_t r) {
+    if (local[r] == kNoLocal) {
+      local[r] = static_cast<uint32_t>(queue.size());
+      queue.push_back(r);
+    }
+    return local[r];
+  };
   // One sequence of symbols: byte sets by content, rules by their number in order of first reference.
   auto put_symbols = [&](uint32_t from) {
     for (uint32_t p = from;; ++p) {
@@ -39,15 +58,20 @@ std::optional<std::string> position_key(const CompiledGrammar& g, uint32_t pos, 
         return;
       }
       if (s.kind == FlatSymbol::Kind::kBytes) {
-        out += 'b';
-        // The set's storage as it is: keys are only compared within this process.
+        // A single byte (key literals, structure: most sets) as itself, any other set as its
+        // storage as it is (keys are only compared within this process).
         static_assert(sizeof(ByteSet) == 32);
-        out.append(reinterpret_cast<const char*>(&g.byte_set(s.index)), sizeof(ByteSet));
+        const ByteSet& set = g.byte_set(s.index);
+        if (set.count() == 1) {
+          out += 'c';
+          out += static_cast<char>(set._Find_first());
+        } else {
+          out += 'b';
+          out.append(reinterpret_cast<const char*>(&set), sizeof(ByteSet));
+        }
       } else {
-        auto [it, inserted] = local.try_emplace(s.index, static_cast<uint32_t>(queue.size()));
-        if (inserted) queue.push_back(s.index);
         out += 'r';
-        put32(it->second);
+        put32(number(s.index));
       }
     }
   };
@@ -62,8 +86,7 @@ std::optional<std::string> position_key(const CompiledGrammar& g, uint32_t pos, 
         break;
       }
     }
-    local.emplace(rule, 0);
-    queue.push_back(rule);
+    number(rule);
   } else {
     // Only what follows the dot: the seed item is then the only item of origin 0, so the walk (and
     // when the seed's rule ends) is a function of it. `exactly[c] ::= exactly[c-1] . x` for every c,
@@ -95,20 +118,20 @@ std::shared_ptr<const PositionMask> SharedClassifications::find(const std::strin
   return it->second;
 }
 
-void SharedClassifications::insert(const std::string& key, std::shared_ptr<const PositionMask> mask) {
+void SharedClassifications::insert(std::string key, std::shared_ptr<const PositionMask> mask) {
   const size_t size = key.size() + mask->bytes();
   if (size > budget_) return;
   std::lock_guard<std::mutex> lock(mu_);
-  if (map_.contains(key)) return;
-  while (bytes_ + size > budget_ && !order_.empty()) {
-    auto it = map_.find(order_.front());
-    bytes_ -= order_.front().size() + it->second->bytes();
-    map_.erase(it);
-    order_.pop_front();
-  }
-  map_.emplace(key, std::move(mask));
-  order_.push_back(key);
+  auto [at, inserted] = map_.try_emplace(std::move(key), std::move(mask));
+  if (!inserted) return;
+  order_.push_back(&at->first);
   bytes_ += size;
+  while (bytes_ > budget_) {  // the oldest first; never the one just added (size <= budget_)
+    auto it = map_.find(*order_.front());
+    bytes_ -= it->first.size() + it->second->bytes();
+    order_.pop_front();
+    map_.erase(it);
+  }
 }
 
 uint64_t SharedClassifications::n_hits() const {

@@ -39,14 +39,14 @@ class SharedClassifications {
 
   size_t max_key_bytes() const { return max_key_bytes_; }
   std::shared_ptr<const PositionMask> find(const std::string& key);
-  void insert(const std::string& key, std::shared_ptr<const PositionMask> mask);
+  void insert(std::string key, std::shared_ptr<const PositionMask> mask);
   uint64_t n_hits() const;
 
  private:
   size_t budget_, max_key_bytes_;
   mutable std::mutex mu_;
   std::unordered_map<std::string, std::shared_ptr<const PositionMask>> map_;
-  std::deque<std::string> order_;  // oldest first
+  std::deque<const std::string*> order_;  // map_'s keys (nodes do not move), oldest first
   size_t bytes_ = 0;
   uint64_t n_hits_ = 0;
 };
