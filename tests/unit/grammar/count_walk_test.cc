@@ -10,6 +10,7 @@
 //    escapes and quotes in the text), cold, and the count walk is what built them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -96,18 +97,38 @@ void check_text_counts(const std::string& name) {
       ASSERT_TRUE(read_text(bytes_to(node, nodes[node].depth - 1), complete, cut)) << name << " exit " << node;
       EXPECT_EQ(complete, g.k) << name << " exit " << node;
       EXPECT_EQ(cut, g.partial) << name << " exit " << node;
+      // The tail: the partial character's bytes (none at a boundary).
+      ASSERT_TRUE(read_text(bytes_to(node, nodes[node].depth - 1 - counts.exit_tails()[e]), complete, cut));
+      EXPECT_EQ(complete, g.k) << name << " exit " << node;
+      EXPECT_FALSE(cut) << name << " exit " << node;
+      EXPECT_EQ(counts.exit_tails()[e] != 0, g.partial) << name << " exit " << node;
       // The exit's byte ends text: no token below continues it as text.
       EXPECT_FALSE(read_text(bytes_to(node, nodes[node].depth), complete, cut)) << name << " exit " << node;
       ++n_exits;
     }
   }
-  for (uint32_t d : counts.deep()) {
+  for (size_t i = 0; i < counts.deep().size(); ++i) {
+    const uint32_t d = counts.deep()[i];
     int complete = 0;
     bool cut = false;
     ASSERT_TRUE(read_text(bytes_to(d, nodes[d].depth), complete, cut));
     EXPECT_EQ(complete, static_cast<int>(TextCounts::kDepth));
     EXPECT_FALSE(cut);
     EXPECT_GT(nodes[d].subtree_end, d + 1);
+    // The tail: the 16th character's bytes before the deep node's own.
+    ASSERT_TRUE(read_text(bytes_to(d, nodes[d].depth - 1 - counts.deep_tails()[i]), complete, cut));
+    EXPECT_EQ(complete, static_cast<int>(TextCounts::kDepth) - 1) << name << " deep " << d;
+    EXPECT_FALSE(cut) << name << " deep " << d;
+    // The height: the most characters past 16 of the tokens below, 0 when one is not text.
+    int height = 0;
+    for (uint32_t t = trie.subtree_tok_begin(d); t < trie.subtree_tok_end(d) && height >= 0; ++t) {
+      if (!read_text(trie.vocab().token_bytes[trie.token_ids()[t]], complete, cut)) {
+        height = -1;
+      } else {
+        height = std::max(height, complete + (cut ? 1 : 0) - static_cast<int>(TextCounts::kDepth));
+      }
+    }
+    EXPECT_EQ(counts.deep_heights()[i], std::max(height, 0)) << name << " deep " << d;
   }
   std::printf("%s: %d text tokens, %zu exits in %zu groups, %zu deep nodes, %zu KiB\n", name.c_str(), n_text,
               n_exits, counts.groups().size(), counts.deep().size(), counts.memory_bytes() >> 10);
