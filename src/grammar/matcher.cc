@@ -52,7 +52,9 @@ void GrammarMatcher::fill_mask(std::span<uint32_t> bitmask) {
   if (state != StateTable::kNone && masks_->load_mask(state, bitmask)) return;
   std::fill(bitmask.begin(), bitmask.end(), 0u);
   if (terminated_) return;
-  if (state == StateTable::kNone || !fill_by_first_byte(bitmask)) fill_by_positions(bitmask);
+  // A counting state (count_walk.cc) first, then a state other columns' first bytes led to.
+  if (state == StateTable::kNone || (!fill_by_count(bitmask) && !fill_by_first_byte(bitmask)))
+    fill_by_positions(bitmask);
   const Vocabulary& vocab = masks_->trie().vocab();
   if (parser_.can_end())
     for (int32_t id : vocab.eos_ids) bitmask[id >> 5] |= 1u << (id & 31);
@@ -109,23 +111,30 @@ void GrammarMatcher::check_uncertain(std::span<uint32_t> bitmask) {
       }
       alive = walk.step(n.depth - 1, n.byte).state != StateTable::kDead;
     }
-    for (uint32_t i = root; alive && i < covered_end;) {
-      const VocabTrie::Node& n = nodes[i];
-      __builtin_prefetch(&nodes[std::min<size_t>(n.subtree_end, nodes.size() - 1)]);  // where a skip lands
-      // Siblings of the root itself lie outside its subtree: a run of them is not taken from there.
-      if (const uint32_t e = walk.accepted_until(trie, i, i == root ? n.subtree_end : covered_end); e != i) {
-        trie.mark_tokens(bitmask, n.tok_begin, trie.tok_begin_at(e));
-        i = e;
-        continue;
-      }
-      if (walk.step(n.depth - 1, n.byte).state == StateTable::kDead) {
-        // Rejected siblings skipped by byte (the root's siblings lie outside its subtree).
-        i = i == root ? n.subtree_end : walk.skip_rejected(trie, i, n.depth - 1);
-        continue;
-      }
-      trie.mark_tokens(bitmask, n.tok_begin, n.tok_end);
-      ++i;
+    if (alive) walk_below(walk, root, bitmask);
+  }
+}
+
+void GrammarMatcher::walk_below(StateWalker& walk, uint32_t root, std::span<uint32_t> bitmask) {
+  const VocabTrie& trie = masks_->trie();
+  const auto& nodes = trie.nodes();
+  const uint32_t end = nodes[root].subtree_end;
+  for (uint32_t i = root; i < end;) {
+    const VocabTrie::Node& n = nodes[i];
+    __builtin_prefetch(&nodes[std::min<size_t>(n.subtree_end, nodes.size() - 1)]);  // where a skip lands
+    // Siblings of the root itself lie outside its subtree: a run of them is not taken from there.
+    if (const uint32_t e = walk.accepted_until(trie, i, i == root ? n.subtree_end : end); e != i) {
+      trie.mark_tokens(bitmask, n.tok_begin, trie.tok_begin_at(e));
+      i = e;
+      continue;
     }
+    if (walk.step(n.depth - 1, n.byte).state == StateTable::kDead) {
+      // Rejected siblings skipped by byte (the root's siblings lie outside its subtree).
+      i = i == root ? n.subtree_end : walk.skip_rejected(trie, i, n.depth - 1);
+      continue;
+    }
+    trie.mark_tokens(bitmask, n.tok_begin, n.tok_end);
+    ++i;
   }
 }
 

@@ -43,12 +43,19 @@ class GrammarMatcher {
   // The grammar is complete and no byte may follow: only EOS remains.
   bool must_end() const { return !terminated_ && parser_.can_end() && parser_.next_bytes().count() == 0; }
   bool is_terminated() const { return terminated_; }
+  // Masks built by fill_by_count so far (tests check the path is taken).
+  uint64_t count_walks() const { return count_walks_; }
 
  private:
   void fill_by_positions(std::span<uint32_t> bitmask);
   void check_uncertain(std::span<uint32_t> bitmask);
   // first_byte_mask.cc: the mask by first byte from a state other columns led to; false when not tried.
   bool fill_by_first_byte(std::span<uint32_t> bitmask);
+  // count_walk.cc: the mask of a state that counts text characters from the vocabulary's
+  // TextCounts; false when the state does not.
+  bool fill_by_count(std::span<uint32_t> bitmask);
+  // Marks the tokens of trie node `root`'s subtree the parse takes; the walk stands at root's parent.
+  void walk_below(StateWalker& walk, uint32_t root, std::span<uint32_t> bitmask);
   void mark_subtree(StateWalker& walk, uint32_t top, StateTable::State at, std::span<uint32_t> bitmask);
 
   std::shared_ptr<TokenMaskCache> masks_;
@@ -59,6 +66,8 @@ class GrammarMatcher {
   std::vector<uint32_t> candidates_;  // scratch: roots of uncertain trie subtrees
   std::vector<uint32_t> path_;        // scratch: a subtree root's ancestors
   std::vector<std::pair<uint32_t, StateTable::State>> tops_;  // scratch: first-level nodes, state reached
+  std::vector<StateTable::State> chain_;  // scratch: a counting state's text chain
+  uint64_t count_walks_ = 0;
 };
 
 }  // namespace keel::grammar

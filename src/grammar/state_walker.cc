@@ -51,6 +51,23 @@ StateWalker::Step StateWalker::step_slow(uint32_t d, uint8_t b) {
   return out;
 }
 
+void StateWalker::seek(std::string_view prefix, StateTable::State s) {
+  const auto d = static_cast<uint32_t>(prefix.size());
+  if (path_.size() < d) {
+    path_.resize(d);
+    state_.resize(d + 1);
+  }
+  // A state past a byte rewritten by a later step may be stale even where the byte is the same:
+  // every lower depth is forgotten; the parser keeps what still matches.
+  for (uint32_t j = 0; j < d; ++j) {
+    const auto b = static_cast<uint8_t>(prefix[j]);
+    if (path_[j] != b && synced_ > j) synced_ = j;
+    path_[j] = b;
+    state_[j + 1] = StateTable::kNone;
+  }
+  state_[d] = s;
+}
+
 uint32_t StateWalker::plain_run(uint32_t d, uint32_t budget) {
   constexpr uint32_t kUnbounded = 254;
   const StateTable::State s = state_[d];

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -45,6 +46,11 @@ class StateWalker {
     }
     return step_slow(d, b);
   }
+  // Stands the walk at depth prefix.size() in state s, which `prefix` leads to from depth 0 (the
+  // caller knows it: a counting state's text chain). Steps from there on read the table as usual and
+  // a miss brings the parser along `prefix`; the states at lower depths are forgotten (kNone: a step
+  // there goes through the parser, still exact).
+  void seek(std::string_view prefix, StateTable::State s);
   // Whether the state at depth d (d bytes walked and alive) is known to reject byte b: one row read,
   // no parser step (false when the row does not say).
   bool dead(uint32_t d, uint8_t b) const {

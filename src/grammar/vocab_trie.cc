@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/utf8.h"
+#include "grammar/text_counts.h"
 
 namespace keel::grammar {
 
@@ -103,7 +104,10 @@ VocabTrie::VocabTrie(Vocabulary vocab) : vocab_(std::move(vocab)) {
       sibling_[fill[p]] = end << 9 | 0x100;
     }
   }
+  text_counts_ = std::make_unique<const TextCounts>(*this);
 }
+
+VocabTrie::~VocabTrie() = default;
 
 
 // Node for the common prefix of length `depth` shared by sorted[lo, hi).

@@ -4,11 +4,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
 namespace keel::grammar {
+
+class TextCounts;
 
 struct Vocabulary {
   std::vector<std::string> token_bytes;  // [n_vocab] raw bytes each token stands for
@@ -28,6 +31,7 @@ class VocabTrie {
   };
 
   explicit VocabTrie(Vocabulary vocab);
+  ~VocabTrie();
 
   const Vocabulary& vocab() const { return vocab_; }
   const std::vector<Node>& nodes() const { return nodes_; }
@@ -85,6 +89,8 @@ class VocabTrie {
   bool is_eos(int32_t id) const { return is_eos_[id] != 0; }
   // Bitmask [ceil(n_vocab / 32)] of the tokens the trie holds (not EOS, specials or empty tokens).
   const std::vector<uint32_t>& token_bits() const { return token_bits_; }
+  // The tokens by text characters spanned (text_counts.h), for masks of states that count them.
+  const TextCounts& text_counts() const { return *text_counts_; }
 
  private:
   void build(const std::vector<int32_t>& sorted, size_t lo, size_t hi, uint32_t depth, uint32_t parent);
@@ -100,6 +106,7 @@ class VocabTrie {
   std::vector<uint8_t> is_eos_;
   std::vector<uint32_t> token_bits_;
   std::vector<uint32_t> sibling_, sibling_slot_;
+  std::unique_ptr<const TextCounts> text_counts_;
 };
 
 }  // namespace keel::grammar

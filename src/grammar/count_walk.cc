@@ -1,0 +1,95 @@
+// GrammarMatcher::fill_by_count: the mask of a state that counts text characters (a string under a
+// maxLength/minLength counter, or a string body's loop), built from the vocabulary's TextCounts
+// instead of kernel positions and their uncertain subtrees. The state's text chain c_0 = the
+// state, c_{j+1} = where every text character leads from c_j (StateWalker::text_run > 0 says every
+// one leads to the same live state), followed to its end c_L (a state that does not take every text
+// character alike) or kDepth steps:
+//  - ended at L and c_L rejects every text character's first byte: exactly the text tokens of at
+//    most L characters are taken (upto(L)), and of the others only those leaving text within L
+//    characters can be: each exit group (k characters, then byte b) is settled for all its nodes by
+//    one row read of c_k, and the live ones are walked from there;
+//  - kDepth steps without an end: upto(kDepth), the exits within kDepth - 1 characters, and the
+//    subtrees of the deep nodes (kDepth characters of text and more) walked from c_kDepth.
+// Near a block's end the uncertain walk from the full parse stepped every trie node deeper than
+// what was left (docs/grammar.md, "6."); here the text nodes are never visited.
+#include <algorithm>
+#include <string>
+#include <string_view>
+
+#include "grammar/matcher.h"
+#include "grammar/state_walker.h"
+#include "grammar/text_counts.h"
+
+namespace keel::grammar {
+namespace {
+
+// States the text run past the chain is searched for (each a step per UTF-8 byte class when new):
+// deep nodes' text rarely runs more than a few characters past kDepth, and in a long counted string
+// the next masks find the bounds this search stored.
+constexpr uint32_t kDeepSearch = 4;
+
+}  // namespace
+
+bool GrammarMatcher::fill_by_count(std::span<uint32_t> bitmask) {
+  constexpr uint32_t kDepth = TextCounts::kDepth;
+  const VocabTrie& trie = masks_->trie();
+  const TextCounts& counts = trie.text_counts();
+  StateTable& table = masks_->states();
+  const StateTable::State s = parser_.state();
+  if (table.text_run(s) == 1) return false;  // known: s does not take every text character alike
+  StateWalker walk(parser_, table);
+  chain_.assign(1, s);
+  uint32_t L = 0;
+  while (L < kDepth && walk.text_run(L) > 0) {
+    chain_.push_back(walk.step(L, 'a').state);  // every text character leads there
+    ++L;
+  }
+  if (L == 0) return false;
+  // Whether the chain's last state rejects every text character: then nothing longer is taken.
+  bool ended = true;
+  for (int b = 0x20; b <= 0xF4 && ended; b = b == 0x7e ? 0xC2 : b + 1)
+    if (b >= 0xC2 || VocabTrie::plain(static_cast<uint8_t>(b)))
+      ended = walk.step(L, static_cast<uint8_t>(b)).state == StateTable::kDead;
+  if (!ended && L < kDepth) return false;  // c_L takes some text characters, not all alike
+  // Past kDepth: how many more characters any deep node's text takes (searched a few states deep).
+  const uint32_t deep_run = ended ? 0 : walk.text_run(kDepth, kDeepSearch);
+  ++count_walks_;
+  const std::vector<uint32_t>& text = counts.upto(L);
+  const size_t n_words = masks_->n_mask_words();
+  for (size_t w = 0; w < n_words; ++w) bitmask[w] |= text[w];
+  const auto& nodes = trie.nodes();
+  // Walks node's subtree from c_k, the state after node's path up to its last character boundary
+  // (the path is text), stepping only the `tail` bytes after that boundary.
+  auto walk_from = [&](uint32_t node, uint32_t k, uint32_t tail) {
+    const std::string& bytes = trie.vocab().token_bytes[trie.token_ids()[nodes[node].tok_begin]];
+    const uint32_t at = nodes[node].depth - 1 - tail;
+    walk.seek(std::string_view(bytes).substr(0, at), chain_[k]);
+    for (uint32_t d = at; d + 1 < nodes[node].depth; ++d)
+      if (walk.step(d, static_cast<uint8_t>(bytes[d])).state == StateTable::kDead) return;
+    walk_below(walk, node, bitmask);
+  };
+  for (const TextCounts::Group& g : counts.groups()) {
+    // After k complete characters the parse stands in c_k; a partial character needs one more
+    // taken, and exits after kDepth characters lie below the deep nodes unless the chain ended.
+    if (g.k > L || (g.k == L && (g.partial || !ended))) continue;
+    if (!g.partial) {
+      const StateTable::State c = chain_[g.k];
+      if (table.next(c, g.byte) == StateTable::kDead) continue;
+    }
+    for (uint32_t e = g.begin; e < g.end; ++e) walk_from(counts.exits()[e], g.k, counts.exit_tails()[e]);
+  }
+  if (!ended) {
+    for (size_t i = 0; i < counts.deep().size(); ++i) {
+      const uint32_t d = counts.deep()[i];
+      const uint8_t h = counts.deep_heights()[i];
+      if (h != 0 && h <= deep_run) {  // all text, within the run: taken whole
+        trie.mark_tokens(bitmask, nodes[d].tok_begin, trie.subtree_tok_end(d));
+      } else {
+        walk_from(d, kDepth - 1, counts.deep_tails()[i]);
+      }
+    }
+  }
+  return true;
+}
+
+}  // namespace keel::grammar
