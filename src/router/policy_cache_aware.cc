@@ -73,6 +73,7 @@
 //     equal holder, and the least busy holder takes the next request (CacheAwareCost.*).
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <limits>
 #include <optional>
 
@@ -230,9 +231,12 @@ class CacheAware final : public Policy {
         target = static_cast<int32_t>(i);
       }
     }
-    // A burst: burst_arrivals of the group within the window, and the group holds at least burst_share
+    // A burst: the bar's arrivals of the group within the window, and the group holds at least burst_share
     // of the in-scope requests in flight (a Poisson clump of one group among many is not one).
-    const bool burst = req.group_recent >= config_.burst_arrivals &&
+    // The bar: burst_arrivals, raised by what the group's own rate makes usual in the window.
+    const auto bar = std::min<int64_t>(
+        kMaxBurstArrivals, config_.burst_arrivals + static_cast<int64_t>(std::ceil(config_.burst_rate_factor * std::max(req.group_expected, 0.0))));
+    const bool burst = req.group_recent >= bar &&
                        static_cast<double>(req.group_in_flight) >= config_.burst_share * static_cast<double>(total);
     if (holder >= 0 && !burst) {
       const CandidateView& h = c[static_cast<size_t>(holder)];
