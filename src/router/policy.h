@@ -150,8 +150,9 @@ struct CacheAwareConfig {
   // The bar rises with the group's own rate: a burst needs at least burst_arrivals + ceil(burst_rate_factor
   // x the arrivals its own rate predicts in the window) (RouteRequest::group_expected), so a hot group's
   // ordinary Poisson clumps (3 within 100 ms at 7 requests/s) are no burst; a new or quiet group keeps
-  // the bar of burst_arrivals. 0 = the absolute bar (before Session 9's second round).
-  double burst_rate_factor = 3;
+  // the bar of burst_arrivals. 0 = the absolute bar (the default: 3 made more cold prefills and a worse
+  // TTFT p99 than 0 in both device runs of Session 9's second round, docs/performance.md).
+  double burst_rate_factor = 0;
 
   Status validate() const;
   // Cost (tokens) of a request of n_keys keys on a replica holding `match` of them.

@@ -66,7 +66,10 @@
 //     Poisson group's followers, which trickle in while the holder prefills, may queue there); with
 //     burst_share > 0 the group must also hold that share of the requests in flight, so a Poisson
 //     clump of one group among many at high load is not spilled as a burst (off by default: on the
-//     device test bed it changed no decision, docs/performance.md Session 8);
+//     device test bed it changed no decision, docs/performance.md Session 8); with burst_rate_factor
+//     k > 0 the bar is burst_arrivals + ceil(k x the arrivals the group's own rate predicts in the
+//     window), so a hot group's Poisson clumps are no burst (off by default: on the device it made
+//     more cold prefills, not fewer, docs/performance.md Session 9 second round);
 //   - spill_slack: h holds at most that many requests over the count cap;
 //   - the cost test itself: h's queue grows by every request it takes, so a hot prefix held by one
 //     replica spills once h's work passes F x (the extra prefill + a's work); a's copy then makes a an
