@@ -238,7 +238,8 @@ class CacheAware final : public Policy {
     // of the in-scope requests in flight (a Poisson clump of one group among many is not one).
     // The bar: burst_arrivals, raised by what the group's own rate makes usual in the window.
     const auto bar = std::min<int64_t>(
-        kMaxBurstArrivals, config_.burst_arrivals + static_cast<int64_t>(std::ceil(config_.burst_rate_factor * std::max(req.group_expected, 0.0))));
+        kMaxBurstArrivals, config_.burst_arrivals + static_cast<int64_t>(std::ceil(config_.burst_rate_factor *
+                                                                                   std::max(req.group_expected, 0.0))));
     const bool burst = req.group_recent >= bar &&
                        static_cast<double>(req.group_in_flight) >= config_.burst_share * static_cast<double>(total);
     if (holder >= 0 && !burst) {

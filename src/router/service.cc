@@ -302,7 +302,9 @@ void RouterService::add_group_locked(uint64_t group, int64_t now_ms) {
   constexpr int64_t kGroupSweepEvery = 1024;
   if (++group_adds_ % kGroupSweepEvery == 0) {
     const auto idle_ms = static_cast<int64_t>(3 * kGroupRateMemoryMs);
-    std::erase_if(groups_, [&](const auto& kv) { return kv.second.in_flight == 0 && now_ms - kv.second.rate.last_ms() > idle_ms; });
+    std::erase_if(groups_, [&](const auto& kv) {
+      return kv.second.in_flight == 0 && now_ms - kv.second.rate.last_ms() > idle_ms;
+    });
   }
   GroupState& g = groups_[group];
   ++g.in_flight;

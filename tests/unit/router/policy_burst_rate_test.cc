@@ -20,7 +20,10 @@ namespace {
 using namespace bench_prompt;  // kKeys, kShared, kDefaults, kCold, kWarm
 
 RouteRequest request(int64_t group_recent, double group_expected, int64_t group_in_flight = 1) {
-  return {.n_keys = kKeys, .group_in_flight = group_in_flight, .group_recent = group_recent, .group_expected = group_expected};
+  return {.n_keys = kKeys,
+          .group_in_flight = group_in_flight,
+          .group_recent = group_recent,
+          .group_expected = group_expected};
 }
 
 // 3 was the default for one device call and lost there (docs/performance.md, Session 9 second round).
@@ -56,7 +59,8 @@ TEST(BurstRate, GroupRateMeasuresTheRateBeforeTheWindow) {
   GroupRate two;
   two.add(0);
   two.add(5);
-  EXPECT_NEAR(two.per_ms_before(200, 100, 0), (std::exp(-0.02) + std::exp(-0.0195)) / (10'000 * (1 - std::exp(-0.1))), 1e-7);
+  EXPECT_NEAR(two.per_ms_before(200, 100, 0), (std::exp(-0.02) + std::exp(-0.0195)) / (10'000 * (1 - std::exp(-0.1))),
+              1e-7);
   // The memory fades: 60 s after the last arrival the rate is near 0.
   EXPECT_LT(r.per_ms_before(t + 60'000, 100, 0), steady / 50);
 }
@@ -67,7 +71,9 @@ TEST(BurstRate, GroupRateMeasuresTheRateBeforeTheWindow) {
 // 6) it is no burst and the cost test keeps it on the holder. A quiet or new group's bar stays 3.
 TEST(BurstRate, AHotGroupsPoissonClumpIsNoBurstButAQuietGroupsIs) {
   std::vector<CandidateView> c = {{.load = 4, .work = 4 * kWarm, .match = kShared},
-                                  {.load = 1, .work = kWarm}, {.load = 1, .work = kWarm}, {.load = 2, .work = 2 * kWarm}};
+                                  {.load = 1, .work = kWarm},
+                                  {.load = 1, .work = kWarm},
+                                  {.load = 2, .work = 2 * kWarm}};
   Pick old_bar = make_cache_aware({.burst_rate_factor = 0})->pick(request(3, 0.7), c);
   EXPECT_NE(old_bar.index, 0);
   EXPECT_EQ(old_bar.decision, Decision::kImbalance);
@@ -107,7 +113,8 @@ TEST(BurstRate, TheGuardFiresOnAHotGroupsOwnPoissonTrafficOnlyWithTheAbsoluteBar
       ++n;
     }
   }
-  const double per_arrival_abs = static_cast<double>(fired_abs) / n, per_arrival_rel = static_cast<double>(fired_rel) / n;
+  const double per_arrival_abs = static_cast<double>(fired_abs) / n,
+               per_arrival_rel = static_cast<double>(fired_rel) / n;
   EXPECT_GT(per_arrival_abs, 0.02);
   EXPECT_LT(per_arrival_abs, 0.05);
   EXPECT_LT(per_arrival_rel, 0.002);
@@ -126,14 +133,17 @@ TEST(BurstRate, AHotGroupsBurstStillSpreadsAndTheHolderStaysWithinItsSlack) {
     std::vector<bool> holds = {true, false, false, false};
     for (int64_t k = 0; k < 12; ++k) {
       std::vector<CandidateView> c;
-      for (size_t i = 0; i < 4; ++i) c.push_back({.load = load[i], .work = work[i], .match = holds[i] ? kShared : 0, .free_cache = 1000});
+      for (size_t i = 0; i < 4; ++i)
+        c.push_back({.load = load[i], .work = work[i], .match = holds[i] ? kShared : 0, .free_cache = 1000});
       const auto i = static_cast<size_t>(p->pick(request(k, 0.7, k), c).index);
       ++load[i];
       work[i] += kDefaults.cost(kKeys, c[i].match, 1);
       holds[i] = true;
       const int64_t lo = *std::min_element(load.begin(), load.end());
-      const int64_t cap = std::max<int64_t>(std::max<int64_t>(lo, 1) + 1, static_cast<int64_t>(1.5 * static_cast<double>(lo)));
-      ASSERT_LE(*std::max_element(load.begin(), load.end()), cap + kDefaults.spill_slack) << "factor " << factor << " k " << k;
+      const int64_t cap =
+          std::max<int64_t>(std::max<int64_t>(lo, 1) + 1, static_cast<int64_t>(1.5 * static_cast<double>(lo)));
+      ASSERT_LE(*std::max_element(load.begin(), load.end()), cap + kDefaults.spill_slack)
+          << "factor " << factor << " k " << k;
     }
     for (size_t i = 0; i < 4; ++i) EXPECT_GE(load[i], 2) << "factor " << factor << " replica " << i << " starved";
     if (factor == 0) {

@@ -95,12 +95,34 @@ size_t sglang_pick(const std::vector<int64_t>& in_flight, const std::vector<std:
   return static_cast<size_t>(std::min_element(tree_chars.begin(), tree_chars.end()) - tree_chars.begin());
 }
 
+// One group's arrival history as the router keeps it: routing times (units), its GroupRate (ms: a warm
+// request took 57 ms on the device) and its requests in flight.
+struct GroupHistory {
+  const std::vector<double>& times;
+  GroupRate& rate;
+  int64_t in_flight;
+};
+
+// keel's pick at time `when` (units); counts the request in `bursts` when the burst guard's bar is met.
+size_t keel_pick(Policy& keel, const CacheAwareConfig& cfg, GroupHistory h, double when,
+                 const std::vector<CandidateView>& c, int& bursts) {
+  const double window = static_cast<double>(cfg.burst_window_ms) / 57.0;
+  const auto recent = std::count_if(h.times.begin(), h.times.end(), [&](double x) { return x >= when - window; });
+  const auto now_ms = static_cast<int64_t>(when * 57.0);
+  const double expected =
+      h.rate.per_ms_before(now_ms, cfg.burst_window_ms, recent) * static_cast<double>(cfg.burst_window_ms);
+  const Pick p = keel.pick(
+      {.n_keys = kKeys, .group_in_flight = h.in_flight, .group_recent = recent, .group_expected = expected}, c);
+  h.rate.add(now_ms);
+  bursts += recent >= cfg.burst_arrivals + static_cast<int64_t>(std::ceil(cfg.burst_rate_factor * expected));
+  return static_cast<size_t>(p.index);
+}
+
 SimResult simulate(Router router, const Workload& w, uint64_t seed, const CacheAwareConfig& cfg = {}) {
   auto keel = make_cache_aware(cfg);
   auto rr = make_round_robin();
   const auto schedule = schedule_of(w, seed);
   const auto n_groups = static_cast<size_t>(w.groups);
-  const double window = static_cast<double>(cfg.burst_window_ms) / 57.0;  // a warm request took 57 ms
   struct Job {
     int group;
     double arrival;
@@ -158,17 +180,8 @@ SimResult simulate(Router router, const Workload& w, uint64_t seed, const CacheA
     } else if (router == Router::kRoundRobin) {
       r = static_cast<size_t>(rr->pick({}, c).index);
     } else {
-      const auto recent =
-          std::count_if(group_times[gi].begin(), group_times[gi].end(), [&](double x) { return x >= when - window; });
-      const auto now_ms = static_cast<int64_t>(when * 57.0);
-      const double expected =
-          group_rate[gi].per_ms_before(now_ms, cfg.burst_window_ms, recent) * static_cast<double>(cfg.burst_window_ms);
-      r = static_cast<size_t>(
-          keel->pick({.n_keys = kKeys, .group_in_flight = group_in_flight[gi], .group_recent = recent, .group_expected = expected},
-                     c).index);
-      group_rate[gi].add(now_ms);
-      const auto bar = cfg.burst_arrivals + static_cast<int64_t>(std::ceil(cfg.burst_rate_factor * expected));
-      if (recent >= bar) (g == 0 ? out.bursts_hot : out.bursts) += 1;
+      r = keel_pick(*keel, cfg, {.times = group_times[gi], .rate = group_rate[gi], .in_flight = group_in_flight[gi]},
+                    when, c, g == 0 ? out.bursts_hot : out.bursts);
     }
     tree_chars[r] += (routed[r][gi] ? 0 : 600) + 35;
     queue[r].push_back({g, when, cfg.cost(kKeys, c[r].match, 1)});
@@ -251,7 +264,8 @@ TEST(CacheAwareSkewSim, TheRelativeBurstBarStopsFiringOnClumps) {
   EXPECT_LT(rel.bursts, 0.5);
   EXPECT_GT(abs.bursts, 0.5);
   EXPECT_GT(rel.cold, abs.cold);  // the unbatched queues pass the slack (above)
-  Totals rel_slack = over_seeds(Router::kKeel, w, "keel, relative bar, slack 48", {.spill_slack = 48, .burst_rate_factor = 3});
+  Totals rel_slack =
+      over_seeds(Router::kKeel, w, "keel, relative bar, slack 48", {.spill_slack = 48, .burst_rate_factor = 3});
   Totals abs_slack = over_seeds(Router::kKeel, w, "keel, absolute bar, slack 48", {.spill_slack = 48});
   EXPECT_LT(rel_slack.cold, abs_slack.cold);
   EXPECT_LT(rel_slack.hot_holders, abs_slack.hot_holders - 0.5);
@@ -262,13 +276,14 @@ TEST(CacheAwareSkewSim, TheRelativeBurstBarStopsFiringOnClumps) {
 namespace keel::router {
 TEST(TmpSkewExplore, Configs) {
   const Workload w{.zipf = 1.2, .rate = 1.6, .mid_burst = 24};
-  for (double f : {0.0, 3.0}) for (double sf : {2.0, 3.0, 5.0, 8.0}) {
-    CacheAwareConfig cfg{.spill_factor = sf, .burst_rate_factor = f};
-    std::string name = "rate " + std::to_string(f) + " F " + std::to_string(sf);
-    over_seeds(Router::kKeel, w, name.c_str(), cfg);
-  }
+  for (double f : {0.0, 3.0})
+    for (double sf : {2.0, 3.0, 5.0, 8.0}) {
+      CacheAwareConfig cfg{.spill_factor = sf, .burst_rate_factor = f};
+      std::string name = "rate " + std::to_string(f) + " F " + std::to_string(sf);
+      over_seeds(Router::kKeel, w, name.c_str(), cfg);
+    }
   const Workload w2{.zipf = 1.2, .rate = 1.6, .mid_burst = 0};
   over_seeds(Router::kKeel, w2, "nob rel", {});
   over_seeds(Router::kKeel, w2, "nob abs", {.burst_rate_factor = 0});
 }
-}
+}  // namespace keel::router
