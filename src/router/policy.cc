@@ -42,6 +42,9 @@ Status CacheAwareConfig::validate() const {
   if (!(burst_share >= 0.0 && burst_share <= 1.0)) {
     return make_error(ErrorCode::kInvalidArgument, "burst-share must be in [0, 1], got {}", burst_share);
   }
+  if (!(burst_rate_factor >= 0.0 && burst_rate_factor <= 1e3)) {
+    return make_error(ErrorCode::kInvalidArgument, "burst-rate-factor must be in [0, 1000], got {}", burst_rate_factor);
+  }
   if (spill_slack < 0) return make_error(ErrorCode::kInvalidArgument, "spill-slack must be >= 0");
   if (burst_window_ms < 0) return make_error(ErrorCode::kInvalidArgument, "burst-window-ms must be >= 0");
   if (burst_arrivals < 1 || burst_arrivals > kMaxBurstArrivals) {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -29,6 +30,9 @@ struct RouteRequest {
   int64_t tokens_per_key = 1;  // tokens one key stands for (1 for token keys, estimated for character blocks)
   int64_t group_in_flight = 0;  // requests of this prompt's group (its first kGroupTokens) in flight, before it
   int64_t group_recent = 0;     // requests of this prompt's group routed in the last burst_window_ms, before it
+  // Arrivals of this group that its own rate (GroupRate, measured before the window) predicts within
+  // burst_window_ms: the burst guard's bar rises with it (CacheAwareConfig::burst_rate_factor).
+  double group_expected = 0;
   uint64_t random = 0; // fresh random bits for this decision
 };
 
@@ -42,8 +46,9 @@ inline constexpr int kNumDecisions = 8;
 // A prompt's group: the prefix key covering its first kGroupTokens tokens (the start of a shared system
 // prompt), used to count a group's requests in flight for CacheAwareConfig::group_affinity.
 inline constexpr int64_t kGroupTokens = 32;
-// Most recent routing times kept per group for RouteRequest::group_recent (bounds burst_arrivals).
-inline constexpr int64_t kMaxBurstArrivals = 16;
+// Most recent routing times kept per group for RouteRequest::group_recent (bounds burst_arrivals and
+// the burst guard's bar).
+inline constexpr int64_t kMaxBurstArrivals = 64;
 
 // The newest kMaxBurstArrivals routing times (ms, monotonic) of one prompt group.
 class RecentArrivals {
@@ -59,6 +64,35 @@ class RecentArrivals {
  private:
   std::array<int64_t, kMaxBurstArrivals> ms_{};
   int64_t n_ = 0;
+};
+
+// A prompt group's own arrival rate: an exponentially decayed count of its routing times (time
+// constant kGroupRateMemoryMs). per_ms_before() leaves out the `recent` arrivals of the burst window, so
+// a burst does not raise its own bar, and divides by the decayed span of the older ones (at least
+// kGroupRateMinSpanMs, so two early arrivals a few ms apart do not read as a high rate).
+inline constexpr double kGroupRateMemoryMs = 10000;
+inline constexpr double kGroupRateMinSpanMs = 1000;
+class GroupRate {
+ public:
+  void add(int64_t now_ms) {
+    decayed_ = at(now_ms) + 1;
+    if (n_++ == 0) first_ms_ = now_ms;
+    last_ms_ = now_ms;
+  }
+  double per_ms_before(int64_t now_ms, int64_t window_ms, int64_t recent) const {
+    const double older = at(now_ms) - static_cast<double>(recent);
+    const auto span = static_cast<double>(now_ms - window_ms - first_ms_);
+    if (n_ == 0 || older < 0.5 || span <= 0) return 0;
+    return older / (kGroupRateMemoryMs * (1 - std::exp(-std::max(span, kGroupRateMinSpanMs) / kGroupRateMemoryMs)));
+  }
+  int64_t last_ms() const { return last_ms_; }
+
+ private:
+  double at(int64_t now_ms) const {
+    return n_ == 0 ? 0 : decayed_ * std::exp(-static_cast<double>(now_ms - last_ms_) / kGroupRateMemoryMs);
+  }
+  double decayed_ = 0;
+  int64_t first_ms_ = 0, last_ms_ = 0, n_ = 0;
 };
 
 struct Pick {
@@ -113,6 +147,12 @@ struct CacheAwareConfig {
   // (three within the window at a few requests per second) is a small share. 0 = any share (the
   // default; 1/3 wins in the simulation but was not better on the device, docs/router.md).
   double burst_share = 0;
+  // The bar rises with the group's own rate: a burst needs at least burst_arrivals + ceil(burst_rate_factor
+  // x the arrivals its own rate predicts in the window) (RouteRequest::group_expected), so a hot group's
+  // ordinary Poisson clumps (3 within 100 ms at 7 requests/s) are no burst; a new or quiet group keeps
+  // the bar of burst_arrivals. 0 = the absolute bar (the default: 3 made more cold prefills and a worse
+  // TTFT p99 than 0 in both device runs of Session 9's second round, docs/performance.md).
+  double burst_rate_factor = 0;
 
   Status validate() const;
   // Cost (tokens) of a request of n_keys keys on a replica holding `match` of them.

@@ -66,13 +66,17 @@
 //     Poisson group's followers, which trickle in while the holder prefills, may queue there); with
 //     burst_share > 0 the group must also hold that share of the requests in flight, so a Poisson
 //     clump of one group among many at high load is not spilled as a burst (off by default: on the
-//     device test bed it changed no decision, docs/performance.md Session 8);
+//     device test bed it changed no decision, docs/performance.md Session 8); with burst_rate_factor
+//     k > 0 the bar is burst_arrivals + ceil(k x the arrivals the group's own rate predicts in the
+//     window), so a hot group's Poisson clumps are no burst (off by default: on the device it made
+//     more cold prefills, not fewer, docs/performance.md Session 9 second round);
 //   - spill_slack: h holds at most that many requests over the count cap;
 //   - the cost test itself: h's queue grows by every request it takes, so a hot prefix held by one
 //     replica spills once h's work passes F x (the extra prefill + a's work); a's copy then makes a an
 //     equal holder, and the least busy holder takes the next request (CacheAwareCost.*).
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <limits>
 #include <optional>
 
@@ -230,9 +234,13 @@ class CacheAware final : public Policy {
         target = static_cast<int32_t>(i);
       }
     }
-    // A burst: burst_arrivals of the group within the window, and the group holds at least burst_share
+    // A burst: the bar's arrivals of the group within the window, and the group holds at least burst_share
     // of the in-scope requests in flight (a Poisson clump of one group among many is not one).
-    const bool burst = req.group_recent >= config_.burst_arrivals &&
+    // The bar: burst_arrivals, raised by what the group's own rate makes usual in the window.
+    const auto bar = std::min<int64_t>(
+        kMaxBurstArrivals, config_.burst_arrivals + static_cast<int64_t>(std::ceil(config_.burst_rate_factor *
+                                                                                   std::max(req.group_expected, 0.0))));
+    const bool burst = req.group_recent >= bar &&
                        static_cast<double>(req.group_in_flight) >= config_.burst_share * static_cast<double>(total);
     if (holder >= 0 && !burst) {
       const CandidateView& h = c[static_cast<size_t>(holder)];

@@ -153,8 +153,13 @@ ReplicaPtr ProxyRequest::choose() {
   const int64_t group_in_flight = has_group_ ? svc_.group_in_flight_locked(group_) : 0;
   const int64_t group_recent =
       has_group_ ? svc_.group_recent_locked(group_, now_ms - svc_.config().cache_aware.burst_window_ms) : 0;
-  Pick pick = svc_.policy().pick(RouteRequest{.n_keys = n_keys, .tokens_per_key = slots_per_key_,
-                                              .group_in_flight = group_in_flight, .group_recent = group_recent,
+  const int64_t window_ms = svc_.config().cache_aware.burst_window_ms;
+  const double group_expected = has_group_ ? svc_.group_expected_locked(group_, now_ms, window_ms, group_recent) : 0;
+  Pick pick = svc_.policy().pick(RouteRequest{.n_keys = n_keys,
+                                              .tokens_per_key = slots_per_key_,
+                                              .group_in_flight = group_in_flight,
+                                              .group_recent = group_recent,
+                                              .group_expected = group_expected,
                                               .random = random_u64()},
                                  views);
   if (pick.index < 0) return nullptr;

@@ -292,10 +292,24 @@ int64_t RouterService::group_recent_locked(uint64_t group, int64_t since_ms) con
   return it->second.routed.since(since_ms);
 }
 
+double RouterService::group_expected_locked(uint64_t group, int64_t now_ms, int64_t window_ms, int64_t recent) const {
+  auto it = groups_.find(group);
+  if (it == groups_.end()) return 0;
+  return it->second.rate.per_ms_before(now_ms, window_ms, recent) * static_cast<double>(window_ms);
+}
+
 void RouterService::add_group_locked(uint64_t group, int64_t now_ms) {
+  constexpr int64_t kGroupSweepEvery = 1024;
+  if (++group_adds_ % kGroupSweepEvery == 0) {
+    const auto idle_ms = static_cast<int64_t>(3 * kGroupRateMemoryMs);
+    std::erase_if(groups_, [&](const auto& kv) {
+      return kv.second.in_flight == 0 && now_ms - kv.second.rate.last_ms() > idle_ms;
+    });
+  }
   GroupState& g = groups_[group];
   ++g.in_flight;
   g.routed.add(now_ms);
+  g.rate.add(now_ms);
   group_requests_.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -303,7 +317,7 @@ void RouterService::remove_group(uint64_t group) {
   std::lock_guard lock(decision_mu_);
   auto it = groups_.find(group);
   if (it == groups_.end()) return;
-  if (--it->second.in_flight == 0) groups_.erase(it);
+  if (--it->second.in_flight == 0 && config_.cache_aware.burst_rate_factor <= 0) groups_.erase(it);
   group_requests_.fetch_sub(1, std::memory_order_relaxed);
 }
 

@@ -107,9 +107,12 @@ class RouterService {
   // Requests in flight per prompt group (policy.h, kGroupTokens): read and added under
   // decision_mutex() with the decision, taken off by remove_group (which takes it). group_recent_locked:
   // the group's requests routed at or after since_ms (of the newest kMaxBurstArrivals; a group's history
-  // ends when its last request in flight does).
+  // ends when its last request in flight does with burst_rate_factor = 0, else when it has been idle for
+  // 3 x kGroupRateMemoryMs).
   int64_t group_in_flight_locked(uint64_t group) const;
   int64_t group_recent_locked(uint64_t group, int64_t since_ms) const;
+  // Arrivals the group's own rate (GroupRate, before the window) predicts in the window_ms up to now_ms.
+  double group_expected_locked(uint64_t group, int64_t now_ms, int64_t window_ms, int64_t recent) const;
   void add_group_locked(uint64_t group, int64_t now_ms);
   void remove_group(uint64_t group);
   int64_t group_requests() const { return group_requests_.load(std::memory_order_relaxed); }
@@ -139,8 +142,13 @@ class RouterService {
   struct GroupState {
     int64_t in_flight = 0;
     RecentArrivals routed;
+    GroupRate rate;
   };
-  std::unordered_map<uint64_t, GroupState> groups_;  // guarded by decision_mu_; no entries with 0 in flight
+  // Guarded by decision_mu_. With burst_rate_factor = 0 no entries with 0 in flight; otherwise a group's
+  // arrival history outlives its requests in flight (its rate is what judges its bursts) and an idle
+  // entry is swept kGroupRateMemoryMs x 3 after its last arrival (every kGroupSweepEvery additions).
+  std::unordered_map<uint64_t, GroupState> groups_;
+  int64_t group_adds_ = 0;
   std::atomic<int64_t> group_requests_{0};                  // their sum, for /metrics
   std::mutex persist_mu_;
   std::atomic<bool> stopping_{false};

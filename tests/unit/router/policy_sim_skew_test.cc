@@ -54,6 +54,8 @@ struct SimResult {
   int cold = 0;
   double p50 = 0, p99 = 0;
   int hot_holders = 0;    // replicas group 0 ran on
+  int bursts = 0;         // keel: requests its burst guard judged part of a burst (group 0's, others')
+  int bursts_hot = 0;
   int64_t max_queue = 0;  // the longest queue any replica had at an arrival
 };
 
@@ -93,12 +95,34 @@ size_t sglang_pick(const std::vector<int64_t>& in_flight, const std::vector<std:
   return static_cast<size_t>(std::min_element(tree_chars.begin(), tree_chars.end()) - tree_chars.begin());
 }
 
+// One group's arrival history as the router keeps it: routing times (units), its GroupRate (ms: a warm
+// request took 57 ms on the device) and its requests in flight.
+struct GroupHistory {
+  const std::vector<double>& times;
+  GroupRate& rate;
+  int64_t in_flight;
+};
+
+// keel's pick at time `when` (units); counts the request in `bursts` when the burst guard's bar is met.
+size_t keel_pick(Policy& keel, const CacheAwareConfig& cfg, GroupHistory h, double when,
+                 const std::vector<CandidateView>& c, int& bursts) {
+  const double window = static_cast<double>(cfg.burst_window_ms) / 57.0;
+  const auto recent = std::count_if(h.times.begin(), h.times.end(), [&](double x) { return x >= when - window; });
+  const auto now_ms = static_cast<int64_t>(when * 57.0);
+  const double expected =
+      h.rate.per_ms_before(now_ms, cfg.burst_window_ms, recent) * static_cast<double>(cfg.burst_window_ms);
+  const Pick p = keel.pick(
+      {.n_keys = kKeys, .group_in_flight = h.in_flight, .group_recent = recent, .group_expected = expected}, c);
+  h.rate.add(now_ms);
+  bursts += recent >= cfg.burst_arrivals + static_cast<int64_t>(std::ceil(cfg.burst_rate_factor * expected));
+  return static_cast<size_t>(p.index);
+}
+
 SimResult simulate(Router router, const Workload& w, uint64_t seed, const CacheAwareConfig& cfg = {}) {
   auto keel = make_cache_aware(cfg);
   auto rr = make_round_robin();
   const auto schedule = schedule_of(w, seed);
   const auto n_groups = static_cast<size_t>(w.groups);
-  const double window = static_cast<double>(cfg.burst_window_ms) / 57.0;  // a warm request took 57 ms
   struct Job {
     int group;
     double arrival;
@@ -110,6 +134,7 @@ SimResult simulate(Router router, const Workload& w, uint64_t seed, const CacheA
   std::vector<std::vector<bool>> cached(kReplicas, std::vector<bool>(n_groups, false));
   std::vector<int64_t> tree_chars(kReplicas, 0), group_in_flight(n_groups, 0);
   std::vector<std::vector<double>> group_times(n_groups);
+  std::vector<GroupRate> group_rate(n_groups);  // as the router keeps it, in ms (57 per unit)
   std::vector<double> latency;
   SimResult out;
   auto start_head = [&](size_t r, double now) {
@@ -155,10 +180,8 @@ SimResult simulate(Router router, const Workload& w, uint64_t seed, const CacheA
     } else if (router == Router::kRoundRobin) {
       r = static_cast<size_t>(rr->pick({}, c).index);
     } else {
-      const auto recent =
-          std::count_if(group_times[gi].begin(), group_times[gi].end(), [&](double x) { return x >= when - window; });
-      r = static_cast<size_t>(
-          keel->pick({.n_keys = kKeys, .group_in_flight = group_in_flight[gi], .group_recent = recent}, c).index);
+      r = keel_pick(*keel, cfg, {.times = group_times[gi], .rate = group_rate[gi], .in_flight = group_in_flight[gi]},
+                    when, c, g == 0 ? out.bursts_hot : out.bursts);
     }
     tree_chars[r] += (routed[r][gi] ? 0 : 600) + 35;
     queue[r].push_back({g, when, cfg.cost(kKeys, c[r].match, 1)});
@@ -176,7 +199,7 @@ SimResult simulate(Router router, const Workload& w, uint64_t seed, const CacheA
 }
 
 struct Totals {
-  double cold = 0, p50 = 0, p99 = 0, hot_holders = 0, max_queue = 0;
+  double cold = 0, p50 = 0, p99 = 0, hot_holders = 0, max_queue = 0, bursts = 0, bursts_hot = 0;
 };
 
 Totals over_seeds(Router router, const Workload& w, const char* name, const CacheAwareConfig& cfg = {}) {
@@ -190,10 +213,13 @@ Totals over_seeds(Router router, const Workload& w, const char* name, const Cach
     tot.p99 += r.p99 / kSeeds;
     tot.hot_holders += r.hot_holders / double{kSeeds};
     tot.max_queue += static_cast<double>(r.max_queue) / kSeeds;
+    tot.bursts += r.bursts / double{kSeeds};
+    tot.bursts_hot += r.bursts_hot / double{kSeeds};
   }
   std::cout << name << " (zipf " << w.zipf << ", rate " << w.rate << ", mid burst " << w.mid_burst << "): cold "
             << tot.cold << ", p50 " << tot.p50 << ", p99 " << tot.p99 << " units, hot group on " << tot.hot_holders
-            << " replicas, longest queue " << tot.max_queue << "\n";
+            << " replicas, longest queue " << tot.max_queue << ", burst-guard requests " << tot.bursts_hot << " hot / "
+            << tot.bursts << " other\n";
   return tot;
 }
 
@@ -219,5 +245,45 @@ TEST(CacheAwareSkewSim, TheHotGroupStaysOnOneReplicaUnderTheSglangModelAndSpread
   EXPECT_LT(keel.cold, rr.cold / 2);  // still cache-aware: round robin prefills far more cold
 }
 
+// Session 9, second round: the burst bar relative to the group's own rate (--burst-rate-factor 3)
+// against the absolute bar (0, the default). The guard no longer fires on Poisson clumps: the hot group's
+// burst-guard requests drop to about the mid-way burst's own (24 less the bar), other groups' to ~0.
+// Cold prefills: with spill_slack 48 (the slack never binds) the hot group stays on fewer replicas and
+// the cold prefills drop (21.9 against 22.3 per run). With the default slack 12 they rise (27.4 against
+// 24.0): this model's replicas serve one request at a time, so the hot group's holder queues pass the
+// count cap + 12 and other groups sharing it spill (8.8 copies of other groups against 5.0); the device's
+// replicas batch, and there the slack did not bind (0-1 spills a run, Session 8). Printed and asserted
+// as they are. On the device the relative bar lost (more cold prefills, worse TTFT p99, both runs: the
+// hot group was still copied early, by cost spills, not by the guard), so the default stayed 0.
+TEST(CacheAwareSkewSim, TheRelativeBurstBarStopsFiringOnClumps) {
+  const Workload w{.zipf = 1.2, .rate = 1.6, .mid_burst = 24};
+  Totals rel = over_seeds(Router::kKeel, w, "keel, relative burst bar", {.burst_rate_factor = 3});
+  Totals abs = over_seeds(Router::kKeel, w, "keel, absolute burst bar (default)");
+  EXPECT_LT(rel.bursts_hot, abs.bursts_hot - 10);
+  EXPECT_GE(rel.bursts_hot, 24 - 8);  // the mid-way burst is still seen (all but its first bar requests)
+  EXPECT_LT(rel.bursts, 0.5);
+  EXPECT_GT(abs.bursts, 0.5);
+  EXPECT_GT(rel.cold, abs.cold);  // the unbatched queues pass the slack (above)
+  Totals rel_slack =
+      over_seeds(Router::kKeel, w, "keel, relative bar, slack 48", {.spill_slack = 48, .burst_rate_factor = 3});
+  Totals abs_slack = over_seeds(Router::kKeel, w, "keel, absolute bar, slack 48", {.spill_slack = 48});
+  EXPECT_LT(rel_slack.cold, abs_slack.cold);
+  EXPECT_LT(rel_slack.hot_holders, abs_slack.hot_holders - 0.5);
+}
+
 }  // namespace
+}  // namespace keel::router
+namespace keel::router {
+TEST(TmpSkewExplore, Configs) {
+  const Workload w{.zipf = 1.2, .rate = 1.6, .mid_burst = 24};
+  for (double f : {0.0, 3.0})
+    for (double sf : {2.0, 3.0, 5.0, 8.0}) {
+      CacheAwareConfig cfg{.spill_factor = sf, .burst_rate_factor = f};
+      std::string name = "rate " + std::to_string(f) + " F " + std::to_string(sf);
+      over_seeds(Router::kKeel, w, name.c_str(), cfg);
+    }
+  const Workload w2{.zipf = 1.2, .rate = 1.6, .mid_burst = 0};
+  over_seeds(Router::kKeel, w2, "nob rel", {});
+  over_seeds(Router::kKeel, w2, "nob abs", {.burst_rate_factor = 0});
+}
 }  // namespace keel::router
