@@ -386,8 +386,10 @@ uint32_t classify_repeat_starts_by_runs(TokenMaskCache& masks) {
         if (rep.kind != FlatSymbol::Kind::kRule || rep.index >= ir.rules.size() || ir.rules[rep.index].name != "repeat" ||
             close.kind != FlatSymbol::Kind::kBytes || g.symbol(p + 2).kind != FlatSymbol::Kind::kEnd)
           continue;
+        // A sub-grammar too large for a key (a long minLength is a copy per character) is not
+        // shared; its classification is made for this grammar alone.
         std::optional<std::string> key = position_key(g, p, shared.max_key_bytes());
-        if (!key || shared.find(*key) != nullptr) continue;
+        if (key ? shared.find(*key) != nullptr : masks.classified(p)) continue;
         auto it = repeats.find(rep.index);
         if (it == repeats.end()) it = repeats.emplace(rep.index, read_repeat(masks, rep.index, cap)).first;
         if (!it->second) continue;
@@ -396,7 +398,12 @@ uint32_t classify_repeat_starts_by_runs(TokenMaskCache& masks) {
         bool clash = false;
         for (int b = 0; b < 256; ++b) clash |= bytes.test(static_cast<uint8_t>(b)) && it->second->item.next[static_cast<size_t>(b)] != kDead;
         if (clash) continue;
-        shared.insert(*key, std::make_shared<const PositionMask>(classify_start(masks, *it->second, bytes)));
+        auto made = std::make_shared<const PositionMask>(classify_start(masks, *it->second, bytes));
+        if (key) {
+          shared.insert(*key, std::move(made));
+        } else {
+          masks.put(p, std::move(made));
+        }
         ++stored;
       }
     }

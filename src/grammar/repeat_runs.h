@@ -9,7 +9,8 @@
 // items with c in S (the rule ends there: that node's children are uncertain). One walk of the
 // trie, which accepts a text subtree at once where its height fits under max S. Called when a
 // grammar is registered (counter_prefill.h); the classification goes into the cache's shared store
-// under the position's key, where TokenMaskCache::get finds it.
+// under the position's key, where TokenMaskCache::get finds it, or into the cache itself when the
+// sub-grammar is too large for a key (a long minLength: a copy per character).
 #pragma once
 
 #include <cstdint>
@@ -19,7 +20,8 @@
 namespace keel::grammar {
 
 // Classifies every position `. repeat T` (T one byte set, then the rule ends, in a rule that is not
-// left-recursive) whose key the store lacks; returns how many classifications it stored. Positions
+// left-recursive) whose key the store lacks (or, without a key, that the cache lacks: put there);
+// returns how many classifications it stored. Positions
 // whose item is not prefix-free, or whose counts are not a set of item counts, are left alone.
 uint32_t classify_repeat_starts_by_runs(TokenMaskCache& masks);
 
