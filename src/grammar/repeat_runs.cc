@@ -255,11 +255,32 @@ struct Repeat {
   bool text;           // every text character is one item: text subtrees are taken by height
 };
 
+// Accepted trie-token ranges stored as TokenMaskCache::classify stores them: the trie's tokens with
+// the gaps cleared when most are taken, a bitset when at least a word's worth, else sorted ids.
+void store_accepted(const VocabTrie& trie, const std::vector<std::pair<uint32_t, uint32_t>>& accepted,
+                    size_t n_accepted, size_t n_words, PositionMask& out) {
+  const auto& ids = trie.token_ids();
+  if (2 * n_accepted > ids.size()) {
+    out.accepted_bits = trie.token_bits();
+    uint32_t prev = 0;
+    for (auto [b, e] : accepted) {
+      trie.mark_tokens(out.accepted_bits, prev, b, /*set=*/false);
+      prev = e;
+    }
+    trie.mark_tokens(out.accepted_bits, prev, static_cast<uint32_t>(ids.size()), /*set=*/false);
+  } else if (n_accepted >= n_words) {
+    out.accepted_bits.assign(n_words, 0);
+    for (auto [b, e] : accepted) trie.mark_tokens(out.accepted_bits, b, e);
+  } else {
+    for (auto [b, e] : accepted) out.accepted_ids.insert(out.accepted_ids.end(), ids.begin() + b, ids.begin() + e);
+    std::sort(out.accepted_ids.begin(), out.accepted_ids.end());
+  }
+}
+
 // Position p's classification: p stands before `repeat close`, then its rule ends.
 PositionMask classify_start(const TokenMaskCache& masks, const Repeat& rep, const ByteSet& close) {
   const VocabTrie& trie = masks.trie();
   const auto& nodes = trie.nodes();
-  const auto& ids = trie.token_ids();
   PositionMask out;
   std::vector<std::pair<uint32_t, uint32_t>> accepted;
   size_t n_accepted = 0;
@@ -280,6 +301,7 @@ PositionMask classify_start(const TokenMaskCache& masks, const Repeat& rep, cons
     const uint32_t d = node.depth - 1;
     const uint16_t at = state[d];
     const uint32_t whole = items[d];
+    // A run of text siblings whose tokens start no more items than are left.
     if (at == 0 && rep.text && trie.text_height(i) > 0 &&
         (rep.max_count == kUnbounded || whole + trie.text_span_height(i) <= rep.max_count)) {
       const uint32_t e = trie.text_span_end(i);
@@ -322,23 +344,7 @@ PositionMask classify_start(const TokenMaskCache& masks, const Repeat& rep, cons
     items[node.depth] = now;
     ++i;
   }
-  // Stored as TokenMaskCache::classify stores it.
-  const size_t n_words = masks.n_mask_words();
-  if (2 * n_accepted > ids.size()) {
-    out.accepted_bits = trie.token_bits();
-    uint32_t prev = 0;
-    for (auto [b, e] : accepted) {
-      trie.mark_tokens(out.accepted_bits, prev, b, /*set=*/false);
-      prev = e;
-    }
-    trie.mark_tokens(out.accepted_bits, prev, static_cast<uint32_t>(ids.size()), /*set=*/false);
-  } else if (n_accepted >= n_words) {
-    out.accepted_bits.assign(n_words, 0);
-    for (auto [b, e] : accepted) trie.mark_tokens(out.accepted_bits, b, e);
-  } else {
-    for (auto [b, e] : accepted) out.accepted_ids.insert(out.accepted_ids.end(), ids.begin() + b, ids.begin() + e);
-    std::sort(out.accepted_ids.begin(), out.accepted_ids.end());
-  }
+  store_accepted(trie, accepted, n_accepted, masks.n_mask_words(), out);
   return out;
 }
 

@@ -5,6 +5,8 @@
 // classification equals the seeded walk of that position alone (TokenMaskCache::classify in a cache
 // that shares nothing): accepted set and uncertain subtrees; on SmolLM2's and Llama 3's vocabularies.
 // Then an instance's masks, cold, equal the plain-parser walk (mask_reference.h).
+#include <time.h>
+
 #include <cstdio>
 #include <memory>
 #include <set>
@@ -40,6 +42,13 @@ std::string instance() {
          std::string(300, 'z') + R"(","h":"","i":"1234567"})";
 }
 
+// This thread's CPU time (the printed cost of the run walks; nothing is asserted on it).
+double cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
+
 std::set<int32_t> accepted(const PositionMask& m, const VocabTrie& trie) {
   std::set<int32_t> out(m.accepted_ids.begin(), m.accepted_ids.end());
   for (int32_t id = 0; id < trie.vocab().n_vocab(); ++id)
@@ -54,7 +63,9 @@ void check_vocabulary(const std::string& name) {
   ASSERT_TRUE(g.ok()) << g.status().to_string();
   auto store = std::make_shared<SharedClassifications>();
   auto masks = std::make_shared<TokenMaskCache>(*g, v.trie, store);
+  const double t0 = cpu_ms();
   const uint32_t stored = classify_repeat_starts_by_runs(*masks);
+  const double walk_ms = cpu_ms() - t0;
   TokenMaskCache alone(*g, v.trie, std::make_shared<SharedClassifications>(64 << 20, 0));
   const Grammar& ir = (*g)->grammar();
   int compared = 0, unkeyed = 0;
@@ -91,8 +102,8 @@ void check_vocabulary(const std::string& name) {
     ASSERT_TRUE(m.accept_token(ids[i])) << name << " step " << i;
     prefix += v.trie->vocab().token_bytes[ids[i]];
   }
-  std::printf("%s: %u first positions from run walks, %d equal their own walk, %d unkeyed, %zu masks equal\n",
-              name.c_str(), stored, compared, unkeyed, ids.size() + 1);
+  std::printf("%s: %u first positions from run walks (%.1f ms CPU), %d equal their own walk, %d unkeyed, %zu masks equal\n",
+              name.c_str(), stored, walk_ms, compared, unkeyed, ids.size() + 1);
   // Every string's; "g" has a key over the bound ("h"'s blocks of blocks of blocks fit).
   EXPECT_EQ(stored, 9u);
   EXPECT_EQ(compared, 9);
