@@ -2,8 +2,9 @@
 // first-level subtrees (one per first byte), of the tokens below each that the parse takes from the
 // state it reaches there. When most first bytes lead to one state t that another column led to
 // before, the mask starts from the one stored for t (TokenMaskCache::FirstByteMask: a column's mask
-// and the state each first byte led to there) and only the subtrees whose state differs are swapped
-// (walked, or read from the per-subtree ranges). Typing a key: every column of a listed name's
+// and the state each first byte led to there; the first column to lead to t keeps its own, made from
+// its kernel positions) and only the subtrees whose state differs are swapped (walked, or read from
+// the per-subtree ranges). Typing a key: every column of a listed name's
 // prefix sends every character no name continues with to the one "other key" state, so after the
 // first such column a mask costs a 16 KiB copy and a walk of the names' next characters' subtrees
 // instead of a classification of a new kernel position and a walk of thousands of uncertain subtrees.
@@ -24,7 +25,8 @@ namespace {
 constexpr uint32_t kMinGroup = 32;
 // Other columns that must have led to that state first: a state reached from one column only (the
 // next count of a maxLength counter, a string body's first character) would be walked whole for one
-// mask where the shared classifications serve it.
+// mask where the shared classifications serve it, so that column's mask comes from its positions
+// (and is kept for the next).
 constexpr uint32_t kMinSeen = 1;
 // Subtrees a column may have to walk to swap into a stored mask (the next characters of the names at
 // a key prefix: one or two) before its kernel positions, when all are classified already, are the
