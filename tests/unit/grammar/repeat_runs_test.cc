@@ -4,7 +4,8 @@
 // (blocks, blocks of blocks); both; a bound of one; a minimum longer than any token), the stored
 // classification equals the seeded walk of that position alone (TokenMaskCache::classify in a cache
 // that shares nothing): accepted set and uncertain subtrees; on SmolLM2's and Llama 3's vocabularies.
-// Then an instance's masks, cold, equal the plain-parser walk (mask_reference.h).
+// Then an instance's masks, cold, equal the plain-parser walk (mask_reference.h); and a 20,000-character
+// minimum alone (a copy per character) is classified for its grammar, equal to its walk.
 #include <time.h>
 
 #include <cstdio>
@@ -137,6 +138,29 @@ num ::= [0-9]+)"});
   ASSERT_TRUE(g.ok()) << g.status().to_string();
   TokenMaskCache masks(*g, v.trie);
   EXPECT_EQ(classify_repeat_starts_by_runs(masks), 0u);
+}
+
+
+// A long minimum (a copy per character, no shared key) is classified for its grammar; printed: the
+// run walk's CPU time, which is the compile's share of it.
+TEST(RepeatRuns, LongMinimum) {
+  RealVocab v = load_real_vocab("llama-bpe");
+  ASSERT_NE(v.trie, nullptr);
+  auto g = compile_grammar({.kind = GrammarSpec::Kind::kJsonSchema, .source = R"({"type": "string", "minLength": 20000})"});
+  ASSERT_TRUE(g.ok()) << g.status().to_string();
+  TokenMaskCache masks(*g, v.trie);
+  const double t0 = cpu_ms();
+  EXPECT_EQ(classify_repeat_starts_by_runs(masks), 1u);
+  std::printf("minLength 20000: %.1f ms CPU\n", cpu_ms() - t0);
+  TokenMaskCache alone(*g, v.trie, std::make_shared<SharedClassifications>(64 << 20, 0));
+  int compared = 0;
+  for (uint32_t p = 1; p < (*g)->n_positions(); ++p) {
+    if (!masks.classified(p)) continue;
+    EXPECT_EQ(masks.get(p).uncertain, alone.get(p).uncertain);
+    EXPECT_TRUE(accepted(masks.get(p), *v.trie) == accepted(alone.get(p), *v.trie));
+    ++compared;
+  }
+  EXPECT_EQ(compared, 1);
 }
 
 }  // namespace
