@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "grammar/counter_runs.h"
+#include "grammar/repeat_runs.h"
 
 namespace keel::grammar {
 
@@ -59,7 +60,10 @@ CounterPrefillStats classify_counters_ahead(TokenMaskCache& masks, std::chrono::
   const auto t0 = Clock::now();
   const std::vector<uint32_t> positions = counter_positions(masks.grammar());
   CounterPrefillStats stats{.candidates = static_cast<uint32_t>(positions.size())};
-  if (!positions.empty()) classify_blocks_by_runs(masks);  // the blocks' positions, one walk per item
+  if (!positions.empty()) {
+    classify_repeat_starts_by_runs(masks);  // counted strings' first positions, a walk each
+    classify_blocks_by_runs(masks);         // the blocks' positions, one walk per item
+  }
   for (uint32_t pos : positions) {
     if (Clock::now() - t0 >= budget) break;
     masks.get(pos);

@@ -28,8 +28,9 @@ std::vector<uint32_t> counter_positions(const CompiledGrammar& g);
 
 // Classifies counter_positions() in order until `budget` of wall time has been spent (checked after
 // each; one classification may overrun it). The positions of `block` rules over a prefix-free item
-// are first made from one run-length walk per item (counter_runs.h; its time counts against the
-// budget, which does not cut it) and found in the store by the loop.
+// are first made from one run-length walk per item (counter_runs.h), and counted strings' first
+// positions (`'"' . repeat '"'`, not in the list) from one walk each (repeat_runs.h); their time
+// counts against the budget, which does not cut them, and the loop finds the blocks' in the store.
 CounterPrefillStats classify_counters_ahead(TokenMaskCache& masks, std::chrono::microseconds budget);
 
 }  // namespace keel::grammar

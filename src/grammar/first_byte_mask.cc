@@ -2,14 +2,16 @@
 // first-level subtrees (one per first byte), of the tokens below each that the parse takes from the
 // state it reaches there. When most first bytes lead to one state t that another column led to
 // before, the mask starts from the one stored for t (TokenMaskCache::FirstByteMask: a column's mask
-// and the state each first byte led to there) and only the subtrees whose state differs are swapped
-// (walked, or read from the per-subtree ranges). Typing a key: every column of a listed name's
+// and the state each first byte led to there; the first column to lead to t keeps its own, made from
+// its kernel positions) and only the subtrees whose state differs are swapped (walked, or read from
+// the per-subtree ranges). Typing a key: every column of a listed name's
 // prefix sends every character no name continues with to the one "other key" state, so after the
 // first such column a mask costs a 16 KiB copy and a walk of the names' next characters' subtrees
 // instead of a classification of a new kernel position and a walk of thousands of uncertain subtrees.
 #include <algorithm>
 #include <array>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "grammar/matcher.h"
@@ -23,7 +25,8 @@ namespace {
 constexpr uint32_t kMinGroup = 32;
 // Other columns that must have led to that state first: a state reached from one column only (the
 // next count of a maxLength counter, a string body's first character) would be walked whole for one
-// mask where the shared classifications serve it.
+// mask where the shared classifications serve it, so that column's mask comes from its positions
+// (and is kept for the next).
 constexpr uint32_t kMinSeen = 1;
 // Subtrees a column may have to walk to swap into a stored mask (the next characters of the names at
 // a key prefix: one or two) before its kernel positions, when all are classified already, are the
@@ -83,7 +86,10 @@ bool GrammarMatcher::fill_by_first_byte(std::span<uint32_t> bitmask) {
   // Only bytes the column scans lead anywhere: with fewer than kMinGroup of them no state can take
   // the group, and stepping every first byte to find that out cost most columns ~5 µs (128k tokens).
   if (parser_.next_bytes().count() < kMinGroup) return false;
-  StateWalker walk(parser_, masks_->states());
+  // Optional: ended before the parser serves kernel positions (a walker moves the parser until it
+  // ends).
+  std::optional<StateWalker> walker(std::in_place, parser_, masks_->states());
+  StateWalker& walk = *walker;
   tops_.clear();
   for (uint32_t i = 0; i < nodes.size(); i = nodes[i].subtree_end) tops_.emplace_back(i, walk.step(0, nodes[i].byte).state);
   // The state most first bytes lead to.
@@ -102,7 +108,19 @@ bool GrammarMatcher::fill_by_first_byte(std::span<uint32_t> bitmask) {
   }
   if (best < kMinGroup || t == here) return false;
   std::shared_ptr<const TokenMaskCache::FirstByteMask> base = masks_->load_first_byte(t);
-  if (base == nullptr && masks_->note_first_byte_target(t, here) < kMinSeen) return false;
+  if (base == nullptr && masks_->note_first_byte_target(t, here) < kMinSeen) {
+    // The first column to lead to t: its mask comes from its kernel positions as before, and is kept
+    // for t with the state each first byte led to, so the next column leading to t swaps subtrees
+    // where it used to walk every first byte's subtree from t (a build: 300-450 µs at 128k tokens).
+    walker.reset();
+    fill_by_positions(bitmask);
+    auto made = std::make_shared<TokenMaskCache::FirstByteMask>();
+    made->at.fill(StateTable::kDead);
+    for (auto [i, s] : tops_) made->at[nodes[i].byte] = s;
+    made->bits.assign(bitmask.begin(), bitmask.begin() + static_cast<ptrdiff_t>(masks_->n_mask_words()));
+    masks_->store_first_byte(t, std::move(made));
+    return true;
+  }
   if (base != nullptr) {
     // Subtrees to swap that no walk has kept: each costs a walk from a state of this column (a
     // column at the start of a key, whose names' first characters each lead elsewhere, is cheaper

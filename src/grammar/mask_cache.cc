@@ -49,6 +49,12 @@ const PositionMask& TokenMaskCache::get(uint32_t pos) {
   return *it->second;
 }
 
+void TokenMaskCache::put(uint32_t pos, std::shared_ptr<const PositionMask> mask) {
+  const size_t bytes = mask->bytes() + 4 * sizeof(void*);  // + map node, as get() counts
+  std::lock_guard<std::mutex> lock(mu_);
+  if (masks_.try_emplace(pos, std::move(mask)).second) mask_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+}
+
 bool TokenMaskCache::classified(uint32_t pos) {
   std::lock_guard<std::mutex> lock(mu_);
   return masks_.contains(pos);

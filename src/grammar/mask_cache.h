@@ -59,6 +59,9 @@ class TokenMaskCache {
   SharedClassifications& shared_classifications() { return *shared_; }
   // Whether get(pos) has been called before (its classification is held here).
   bool classified(uint32_t pos);
+  // Holds `mask` as pos's classification unless it has one: made ahead by a run walk for a position
+  // whose sub-grammar is too large for a shared key (repeat_runs.h).
+  void put(uint32_t pos, std::shared_ptr<const PositionMask> mask);
   // Bytes this cache holds, estimated from its containers: the compiled grammar's tables (fixed)
   // plus every classification made so far (grows as positions are first visited), the finished
   // and first-byte masks and subtree ranges kept and the state table (grows with the states walks
