@@ -35,7 +35,13 @@ Usage: bench/bench_router_prefix.py [--build build] [--groups 8] [--per-group 6]
          [--sglang-router PYTHON] [--replica-view] [--only NAME,NAME] [--repeat N]
          [--model PATH] [--load-format dummy] [--threads N] [--replica-cpus A-B,...] [--router-cpus A-B]
          [--client-cpus A-B] [--arrivals poisson --rate R | --load F] [--variant NAME=ARGS] [--out FILE]
-         [--trace] [--zipf S] [--turns T] [--mid-burst N] [--kv-tokens N]
+         [--trace] [--zipf S] [--turns T] [--mid-burst N] [--kv-tokens N] [--routers N]
+
+High availability (--routers N): N instances of the router under test, as a deployment behind a load
+balancer runs them, on the same replicas with the same flags (keel: each instance subscribes to every
+replica's cache feed; sglang-router: N processes with the same worker list, each its own tree). The
+client sends request i to instance i mod N (open loop, closed loop and the burst alike); --router-cpus
+is split between the instances (12-13 -> 12 and 13). N = 1 is the single router of earlier sessions.
 
 Skewed and realistic traffic: --zipf S gives group g a share ~ 1/(g+1)^S of the groups x per-group
 requests (a hot app and a long tail), --turns T makes each group's requests conversations of T turns
@@ -108,6 +114,23 @@ def cpu_set(spec):
     return out
 
 
+def split_cpus(cpus, n):
+    """`cpus` (a set) in n contiguous parts, as even as can be, for n router instances: {12, 13}, 2 ->
+    [{12}, {13}]; an empty set (no pinning) -> n empty sets; fewer CPUs than instances -> they share."""
+    if not cpus:
+        return [set()] * n
+    ordered = sorted(cpus)
+    if len(ordered) < n:
+        return [{ordered[k % len(ordered)]} for k in range(n)]
+    size, extra = divmod(len(ordered), n)
+    out, at = [], 0
+    for k in range(n):
+        take = size + (k < extra)
+        out.append(set(ordered[at:at + take]))
+        at += take
+    return out
+
+
 def pin(cpus):
     """preexec_fn pinning a child process (and every thread it starts) to `cpus`; None when not pinning."""
     return (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
@@ -122,15 +145,16 @@ def arrival_times(n, rate, seed):
     return out
 
 
-def send_open_loop(url, reqs, times, answers=None):
-    """Each request on its own thread at its scheduled time; latency from the scheduled time (a late
-    answer never delays the next arrival). Returns (latencies in s, errors, wall from start to last answer);
-    with `answers` (a list of len(reqs)), answers[i] = (latency in s, response body) of request i."""
+def send_open_loop(urls, reqs, times, answers=None):
+    """Each request on its own thread at its scheduled time, request i to urls[i % len(urls)] (several
+    router instances behind a round-robin balancer); latency from the scheduled time (a late answer never
+    delays the next arrival). Returns (latencies in s, errors, wall from start to last answer); with
+    `answers` (a list of len(reqs)), answers[i] = (latency in s, response body) of request i."""
     lat, errors, threads = [None] * len(reqs), [], []
 
     def one(i, due):
         try:
-            body = post(url, reqs[i])
+            body = post(urls[i % len(urls)], reqs[i])
             lat[i] = time.perf_counter() - due
             if answers is not None:
                 answers[i] = (lat[i], body)
@@ -325,23 +349,27 @@ def add_mid_burst(reqs, times, n, gap_s=0.005):
     return [r for r, _ in merged], [t for _, t in merged]
 
 
-def in_flight(base):
-    """Router-side in-flight count per replica, from its /metrics."""
+def in_flight(bases):
+    """Router-side in-flight count per replica, from each router instance's /metrics, summed over them."""
     out = {}
-    with urllib.request.urlopen(base + "/metrics", timeout=10) as r:
-        for line in r.read().decode().splitlines():
-            if line.startswith("keel_router_replica_in_flight{"):
-                out[line.split('"')[1]] = float(line.split()[-1])
+    for base in bases:
+        with urllib.request.urlopen(base + "/metrics", timeout=10) as r:
+            for line in r.read().decode().splitlines():
+                if line.startswith("keel_router_replica_in_flight{"):
+                    key = line.split('"')[1]
+                    out[key] = out.get(key, 0.0) + float(line.split()[-1])
     return out
 
 
-def decisions(base):
-    """The router's decision counters by kind (cache_hit, imbalance, free_cache, ...)."""
+def decisions(bases):
+    """The router instances' decision counters by kind (cache_hit, imbalance, free_cache, ...), summed."""
     out = {}
-    with urllib.request.urlopen(base + "/metrics", timeout=10) as r:
-        for line in r.read().decode().splitlines():
-            if line.startswith("keel_router_decisions_total{"):
-                out[line.split('decision="')[1].split('"')[0]] = int(float(line.split()[-1]))
+    for base in bases:
+        with urllib.request.urlopen(base + "/metrics", timeout=10) as r:
+            for line in r.read().decode().splitlines():
+                if line.startswith("keel_router_decisions_total{"):
+                    kind = line.split('decision="')[1].split('"')[0]
+                    out[kind] = out.get(kind, 0) + int(float(line.split()[-1]))
     return out
 
 
@@ -350,15 +378,16 @@ def replica_in_flight(replicas):
     return {r: metric(r, "keel_num_requests_waiting") + metric(r, "keel_num_requests_running") for r in replicas}
 
 
-def hot_burst(base, n_requests, concurrency, sample):
-    """One hot prefix, a burst of concurrent requests: the in-flight spread across replicas, sampled."""
+def hot_burst(bases, n_requests, concurrency, sample):
+    """One hot prefix, a burst of concurrent requests (request i to bases[i % len(bases)]): the in-flight
+    spread across replicas, sampled."""
     system = "You are the hot assistant. " + " ".join(f"Hot rule {k}: always answer in one word." for k in range(12))
     reqs = [{"model": "smollm2", "max_tokens": 1, "temperature": 0,
              "messages": [{"role": "system", "content": system}, {"role": "user", "content": f"Hot {i}?"}]}
             for i in range(n_requests)]
     samples, full = [], []
     with concurrent.futures.ThreadPoolExecutor(concurrency) as pool:
-        futs = [pool.submit(post, base + "/v1/chat/completions", b) for b in reqs]
+        futs = [pool.submit(post, bases[i % len(bases)] + "/v1/chat/completions", b) for i, b in enumerate(reqs)]
         while not all(f.done() for f in futs):
             counts = sorted(sample().values())
             if sum(counts) >= len(counts):  # a burst: at least one request per replica in flight
@@ -390,50 +419,57 @@ def run_policy(keel, replicas, args, extra, reqs, times, sources=None):
     for r in replicas:
         post(r + "/flush_cache", {})
     before = [(metric(r, "keel_prompt_tokens_total"), metric(r, "keel_cached_prompt_tokens_total")) for r in replicas]
-    port = free_port()
     sglang = extra == ["sglang"]
-    if sglang:
-        cmd = [args.sglang_router, "-m", "sglang_router.launch_router", "--host", "127.0.0.1", "--port", str(port),
-               "--worker-urls", *replicas, "--policy", "cache_aware", "--log-level", "error",
-               "--prometheus-port", str(free_port())]
-    else:
-        binary = keel
-        if extra and extra[0].startswith("--binary="):  # a router binary other than the replicas' (A/B runs)
-            binary, extra = extra[0].split("=", 1)[1], extra[1:]
+    binary = keel
+    if extra and extra[0].startswith("--binary="):  # a router binary other than the replicas' (A/B runs)
+        binary, extra = extra[0].split("=", 1)[1], extra[1:]
+
+    def router_cmd(port):
+        if sglang:
+            return [args.sglang_router, "-m", "sglang_router.launch_router", "--host", "127.0.0.1", "--port",
+                    str(port), "--worker-urls", *replicas, "--policy", "cache_aware", "--log-level", "error",
+                    "--prometheus-port", str(free_port())]
         cmd = [binary, "router", "--port", str(port), "--workers", *replicas, "--no-access-log",
                "--health-interval-ms", "200", *extra]
-        if args.router_cpus:
-            cmd += ["--http-threads", "1", "--upstream-threads", "1"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=pin(cpu_set(args.router_cpus)))
+        return cmd + (["--http-threads", "1", "--upstream-threads", "1"] if args.router_cpus else [])
+    # --routers N: N independent instances, same flags and replicas (keel: each subscribes to every
+    # replica's cache feed itself), the router CPUs split between them; the client spreads over them.
+    ports = [free_port() for _ in range(args.routers)]
+    procs = [subprocess.Popen(router_cmd(port), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              preexec_fn=pin(cpus))
+             for port, cpus in zip(ports, split_cpus(cpu_set(args.router_cpus), args.routers))]
     try:
-        base = f"http://127.0.0.1:{port}"
-        wait_http(base + "/health")
+        bases = [f"http://127.0.0.1:{port}" for port in ports]
+        for base in bases:
+            wait_http(base + "/health")
         replica_view = sglang or args.replica_view
-        sample = (lambda: replica_in_flight(replicas)) if replica_view else (lambda: in_flight(base))
+        sample = (lambda: replica_in_flight(replicas)) if replica_view else (lambda: in_flight(bases))
         time.sleep(0.5)  # first load poll and cache-feed snapshots
 
-        def one(body):
+        def one(i):
             t0 = time.perf_counter()
-            post(base + "/v1/chat/completions", body)
+            post(bases[i % len(bases)] + "/v1/chat/completions", reqs[i])
             return time.perf_counter() - t0
 
         errors, answers = [], [None] * len(reqs)
         if times:
-            lat, errors, wall = send_open_loop(base + "/v1/chat/completions", reqs, times, answers)
+            lat, errors, wall = send_open_loop([b + "/v1/chat/completions" for b in bases], reqs, times, answers)
         else:
             t0 = time.perf_counter()
             with concurrent.futures.ThreadPoolExecutor(args.concurrency) as pool:
-                lat = sorted(pool.map(one, reqs))
+                lat = sorted(pool.map(one, range(len(reqs))))
             wall = time.perf_counter() - t0
         after = [(metric(r, "keel_prompt_tokens_total"), metric(r, "keel_cached_prompt_tokens_total"))
                  for r in replicas]
-        picks = {} if sglang else decisions(base)
+        picks = {} if sglang else decisions(bases)
         t0 = time.perf_counter()
-        burst = hot_burst(base, args.burst, args.burst_concurrency, sample)
+        burst = hot_burst(bases, args.burst, args.burst_concurrency, sample)
         burst["burst_req_per_s"] = round(args.burst / (time.perf_counter() - t0), 2)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=30)
+        for proc in procs:
+            proc.send_signal(signal.SIGTERM)
+        for proc in procs:
+            proc.wait(timeout=30)
     prompt = sum(a[0] - b[0] for a, b in zip(after, before))
     cached = sum(a[1] - b[1] for a, b in zip(after, before))
     trace = {}
@@ -446,6 +482,7 @@ def run_policy(keel, replicas, args, extra, reqs, times, sources=None):
             "ttft_p99_ms": round(pct(lat, 99) * 1e3, 1),
             "ttft_mean_ms": round(statistics.fmean(lat) * 1e3, 1), "errors": len(errors),
             "req_per_s": round(len(lat) / wall, 2), "burst_view": "replicas" if replica_view else "router",
+            "routers": args.routers,
             "decisions": picks, **burst, **trace}
 
 
@@ -474,6 +511,9 @@ def main():
     ap.add_argument("--kv-tokens", type=int, default=4096)
     ap.add_argument("--replica-cpus", default="", help="one CPU range per replica, e.g. 0-2,3-5,6-8,9-11")
     ap.add_argument("--router-cpus", default="", help="CPUs for the router under test (keel: 1 http + 1 upstream thread)")
+    ap.add_argument("--routers", type=int, default=1,
+                    help="instances of the router under test (high availability): --router-cpus split between "
+                         "them, requests to them round-robin by index")
     ap.add_argument("--client-cpus", default="", help="CPUs for this script (the load generator)")
     ap.add_argument("--groups", type=int, default=8)
     ap.add_argument("--per-group", type=int, default=6)
@@ -502,6 +542,8 @@ def main():
     ap.add_argument("--trace", action="store_true",
                     help="open-loop: per-request records (replica, cached tokens, queue met) and a summary per run")
     args = ap.parse_args()
+    if args.routers < 1:
+        raise SystemExit("--routers needs at least 1")
     keel = args.keel or str(pathlib.Path(args.build) / "src/cli/keel")
     if args.client_cpus:
         os.sched_setaffinity(0, cpu_set(args.client_cpus))

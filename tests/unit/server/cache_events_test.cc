@@ -82,6 +82,66 @@ TEST(CacheEventPublisher, SnapshotThenLaterDeltasThenResyncOnGap) {
   pub.stop();
 }
 
+// Several routers (high availability) subscribe to one replica: each gets its own snapshot and every
+// later change once, including a subscriber that joins after changes the first one already got.
+TEST(CacheEventPublisher, EverySubscriberGetsTheSnapshotAndEachChange) {
+  std::mutex mu;
+  std::vector<cache::CacheEvent> queue;
+  uint64_t seq = 2;
+  CacheEventSource source{
+      .drain =
+          [&](std::vector<cache::CacheEvent>& out) {
+            std::lock_guard l(mu);
+            for (auto& e : queue) out.push_back(std::move(e));
+            auto n = static_cast<int64_t>(queue.size());
+            queue.clear();
+            return n;
+          },
+      .snapshot =
+          [&] {
+            std::lock_guard l(mu);
+            return cache::FeedSnapshot{.seq = seq, .stored = {ev(1, cache::CacheEventKind::kStored, {5, 6})}};
+          }};
+  CacheEventPublisher pub(source, 1, 1000);
+  http::Router router;
+  pub.add_routes(router);
+  pub.start();
+  auto subscribe = [&] {
+    auto ex = std::make_shared<RecordingExchange>();
+    (*router.find("GET", "/v1/cache/events").handler)(http::HttpRequest{.method = "GET", .path = "/v1/cache/events"},
+                                                      ex);
+    return ex;
+  };
+  auto a = subscribe();
+  auto b = subscribe();
+  ASSERT_TRUE(eventually([&] { return a->text().find("event: reset") != std::string::npos; }));
+  ASSERT_TRUE(eventually([&] { return b->text().find("event: reset") != std::string::npos; }));
+  {
+    std::lock_guard l(mu);
+    queue.push_back(ev(3, cache::CacheEventKind::kStored, {8}));
+    seq = 3;
+  }
+  ASSERT_TRUE(eventually([&] { return b->text().find("\"seq\":3") != std::string::npos; }));
+  ASSERT_TRUE(eventually([&] { return a->text().find("\"seq\":3") != std::string::npos; }));
+  auto c = subscribe();  // joins late: its snapshot is as of seq 3
+  ASSERT_TRUE(eventually([&] { return c->text().find("data: {\"seq\":3}") != std::string::npos; }));
+  {
+    std::lock_guard l(mu);
+    queue.push_back(ev(4, cache::CacheEventKind::kRemoved, {6}));
+    seq = 4;
+  }
+  for (auto* ex : {a.get(), b.get(), c.get()}) {
+    ASSERT_TRUE(eventually([&] { return ex->text().find("\"seq\":4") != std::string::npos; }));
+    std::string text = ex->text();
+    EXPECT_EQ(text.find("event: reset"), text.rfind("event: reset"));  // one snapshot each, no resync
+    EXPECT_EQ(text.find("\"seq\":4"), text.rfind("\"seq\":4"));        // the change once
+    EXPECT_NE(text.find("\"tokens\":[5,6]"), std::string::npos);
+    EXPECT_FALSE(ex->is_ended());
+  }
+  EXPECT_EQ(a->text().find("\"tokens\":[8]"), a->text().rfind("\"tokens\":[8]"));  // seq 3 once for a
+  pub.stop();
+}
+
 TEST(StreamResume, TakesTheFieldOnlyWithTheHeaderAndValidatesIds) {
   http::HttpRequest plain;
   std::string body = R"({"model":"m","keel_resume_token_ids":[1,2]})";
