@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -32,10 +33,21 @@ struct Rule {
   std::vector<Sequence> alts;  // no alternatives: the rule matches nothing
 };
 
+// An object key that must be none of some names (SchemaCompiler::key_not_in): `key ::= '"' body`,
+// beside `any_key ::= '"' json_char* '"'` (unreachable, name-independent). The position after the
+// key's opening quote is classified from any_key's (shared across schemas) by taking out the tokens
+// that spell a name and its closing quote (`closers`: each name's canonical JSON spelling + '"').
+struct KeyComplement {
+  RuleId key = 0;
+  RuleId any_key = 0;
+  std::vector<std::string> closers;
+};
+
 struct Grammar {
   std::vector<ByteSet> byte_sets;
   std::vector<Rule> rules;
   RuleId root = 0;
+  std::vector<KeyComplement> key_complements;  // key_start.h
 
   size_t n_symbols() const;
   // GBNF-like text, for debugging and error messages.
@@ -57,6 +69,7 @@ class GrammarBuilder {
 
   RuleId add_rule(std::string name);
   void add_alt(RuleId rule, Sequence seq);
+  void add_key_complement(KeyComplement k) { g_.key_complements.push_back(std::move(k)); }
   const Rule& rule(RuleId id) const { return g_.rules[id]; }
 
   Symbol bytes(const ByteSet& set);

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "grammar/earley.h"
+#include "grammar/key_start.h"
 #include "grammar/state_walker.h"
 
 namespace keel::grammar {
@@ -22,6 +23,8 @@ TokenMaskCache::TokenMaskCache(std::shared_ptr<const CompiledGrammar> grammar, s
   grammar_bytes_ = g.byte_sets.size() * sizeof(ByteSet) + g.n_symbols() * sizeof(Symbol) + g.rules.size() * sizeof(Rule) +
                    grammar_->n_positions() * (sizeof(FlatSymbol) + sizeof(uint32_t)) +
                    grammar_->n_rules() * (sizeof(std::vector<uint32_t>) + 1);
+  for (const KeyComplement& k : g.key_complements)
+    key_starts_.try_emplace(grammar_->alt_starts(k.key)[0] + 1, grammar_->alt_starts(k.any_key)[0] + 1, &k.closers);
 }
 
 const PositionMask& TokenMaskCache::get(uint32_t pos) {
@@ -38,7 +41,9 @@ const PositionMask& TokenMaskCache::get(uint32_t pos) {
     if (key) mask = shared_->find(*key);
   }
   if (mask == nullptr) {
-    mask = std::make_shared<const PositionMask>(classify(pos));
+    auto ks = key_starts_.find(pos);
+    mask = std::make_shared<const PositionMask>(
+        ks != key_starts_.end() ? key_start_from_any_key(get(ks->second.first), *trie_, *ks->second.second) : classify(pos));
     if (key) shared_->insert(std::move(*key), mask);
   }
   std::lock_guard<std::mutex> lock(mu_);

@@ -27,6 +27,7 @@
 #include <memory>
 #include <mutex>
 #include <span>
+#include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -119,6 +120,9 @@ class TokenMaskCache {
   FifoMap<uint64_t, std::shared_ptr<const Ranges>> subtrees_;  // state << 32 | node
   FifoMap<StateTable::State, std::shared_ptr<const FirstByteMask>> first_byte_;
   std::unordered_map<StateTable::State, std::pair<StateTable::State, uint32_t>> first_byte_targets_;  // last column, count
+  // Key starts classified from any key's classification (key_start.h): position -> (any key's
+  // position, the closers to take out).
+  std::unordered_map<uint32_t, std::pair<uint32_t, const std::vector<std::string>*>> key_starts_;
   std::vector<std::unique_ptr<EarleyParser>> spare_parsers_;  // at most kMaxSpareParsers
   static constexpr size_t kMaxSpareParsers = 4;
   size_t grammar_bytes_ = 0;

@@ -10,6 +10,7 @@
 #include "grammar/earley.h"
 #include "grammar/json_formats.h"
 #include "grammar/json_number.h"
+#include "grammar/key_start.h"
 #include "grammar/regex.h"
 #include "grammar/schema_compiler.h"
 
@@ -223,7 +224,14 @@ Result<Symbol> SchemaCompiler::key_not_in(const std::vector<std::string>& names)
   }
   b_.add_alt(body, {b_.ref(other), rest});
   KEEL_RETURN_IF_ERROR(b_.check_budget());
-  return b_.group({b_.byte('"'), b_.ref(body)}, "key");
+  const Symbol key = b_.group({b_.byte('"'), b_.ref(body)}, "key");
+  // Its start position is classified from any key's, shared across schemas (key_start.h).
+  if (auto closers = key_closers(names)) {
+    const Symbol* known = b_.memo("key_any");
+    const Symbol any_key = known != nullptr ? *known : b_.memo("key_any", b_.group({b_.byte('"'), rest}, "key_any"));
+    b_.add_key_complement({.key = key.index, .any_key = any_key.index, .closers = std::move(*closers)});
+  }
+  return key;
 }
 
 Result<Symbol> SchemaCompiler::compile_object(const Json& s, const std::string& ptr, int depth) {
