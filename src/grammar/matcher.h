@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -45,6 +46,8 @@ class GrammarMatcher {
   bool is_terminated() const { return terminated_; }
   // Masks built by fill_by_count so far (tests check the path is taken).
   uint64_t count_walks() const { return count_walks_; }
+  // Exit groups whose tokens fill_by_count read back instead of walking (tests check it is used).
+  uint64_t exit_cache_hits() const { return exit_cache_hits_; }
 
  private:
   void fill_by_positions(std::span<uint32_t> bitmask);
@@ -68,6 +71,10 @@ class GrammarMatcher {
   std::vector<std::pair<uint32_t, StateTable::State>> tops_;  // scratch: first-level nodes, state reached
   std::vector<StateTable::State> chain_;  // scratch: a counting state's text chain
   uint64_t count_walks_ = 0;
+  // count_walk.cc: (state after an exit group's byte) << 32 | group index -> the tokens taken below
+  // the group's nodes from that state.
+  std::unordered_map<uint64_t, std::vector<uint32_t>> exit_tokens_;
+  uint64_t exit_cache_hits_ = 0;
 };
 
 }  // namespace keel::grammar
