@@ -27,9 +27,9 @@ namespace {
 // deep nodes' text rarely runs more than a few characters past kDepth, and in a long counted string
 // the next masks find the bounds this search stored.
 constexpr uint32_t kDeepSearch = 4;
-// Exit groups' taken tokens a matcher keeps (a few per counted string are read again: the closing
-// quote's; an escape's state is new at every count).
-constexpr size_t kExitCacheEntries = 1024;
+// States after an exit group's byte a matcher keeps the group's taken tokens for (a counted string's
+// closing quote leads to one; a few strings may be open in turns, in arrays of objects).
+constexpr size_t kExitStates = 4;
 
 }  // namespace
 
@@ -95,24 +95,37 @@ bool GrammarMatcher::fill_by_count(std::span<uint32_t> bitmask) {
       x = walk.step(nodes[node].depth - 1, g.byte).state;
       if (x == StateTable::kDead) continue;
     }
-    const uint64_t key = static_cast<uint64_t>(x) << 32 | gi;
-    if (x != StateTable::kNone) {
-      if (const auto it = exit_tokens_.find(key); it != exit_tokens_.end()) {
-        for (const uint32_t id : it->second) bitmask[id >> 5] |= 1u << (id & 31);
-        ++exit_cache_hits_;
-        continue;
-      }
+    // Per group a few states: a state after a backslash is new at every count, so an entry is
+    // filled at its state's second walk (gathering tokens never read again cost more than the
+    // reads saved: warm masks).
+    if (exit_cache_.size() != counts.groups().size()) exit_cache_.assign(counts.groups().size(), {});
+    std::vector<ExitEntry>& entries = exit_cache_[gi];
+    ExitEntry* entry = nullptr;
+    for (ExitEntry& en : entries)
+      if (en.x == x) entry = &en;
+    if (entry != nullptr && entry->kept) {
+      for (const uint32_t id : entry->tokens) bitmask[id >> 5] |= 1u << (id & 31);
+      ++exit_cache_hits_;
+      continue;
     }
     for (uint32_t e = g.begin; e < g.end; ++e) walk_from(exits[e], g.k, counts.exit_tails()[e]);
     if (x == StateTable::kNone) continue;  // no interned state to key by
+    if (entry == nullptr) {  // first walk from x: remembered, in the oldest entry's place when full
+      if (entries.size() < kExitStates) {
+        entries.push_back({x, false, {}});
+      } else {
+        std::rotate(entries.begin(), entries.begin() + 1, entries.end());
+        entries.back() = {x, false, {}};
+      }
+      continue;
+    }
     // The tokens just taken below the group's nodes (no other part of the mask marks them: every
     // token is text, below one exit or below one deep node).
-    if (exit_tokens_.size() >= kExitCacheEntries) exit_tokens_.clear();  // a bound per matcher
-    std::vector<uint32_t>& taken = exit_tokens_[key];
+    entry->kept = true;
     for (uint32_t e = g.begin; e < g.end; ++e)
       for (uint32_t t = nodes[exits[e]].tok_begin; t < trie.subtree_tok_end(exits[e]); ++t) {
         const uint32_t id = trie.token_ids()[t];
-        if ((bitmask[id >> 5] >> (id & 31) & 1u) != 0) taken.push_back(id);
+        if ((bitmask[id >> 5] >> (id & 31) & 1u) != 0) entry->tokens.push_back(id);
       }
   }
   if (!ended) {

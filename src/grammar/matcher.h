@@ -11,7 +11,6 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -71,9 +70,14 @@ class GrammarMatcher {
   std::vector<std::pair<uint32_t, StateTable::State>> tops_;  // scratch: first-level nodes, state reached
   std::vector<StateTable::State> chain_;  // scratch: a counting state's text chain
   uint64_t count_walks_ = 0;
-  // count_walk.cc: (state after an exit group's byte) << 32 | group index -> the tokens taken below
-  // the group's nodes from that state.
-  std::unordered_map<uint64_t, std::vector<uint32_t>> exit_tokens_;
+  // count_walk.cc, per TextCounts exit group: the states after the group's byte it was walked from
+  // (kExitStates at most) and, from the second walk on, the tokens taken below its nodes from there.
+  struct ExitEntry {
+    StateTable::State x;
+    bool kept;
+    std::vector<uint32_t> tokens;
+  };
+  std::vector<std::vector<ExitEntry>> exit_cache_;
   uint64_t exit_cache_hits_ = 0;
 };
 
