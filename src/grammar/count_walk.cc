@@ -27,6 +27,9 @@ namespace {
 // deep nodes' text rarely runs more than a few characters past kDepth, and in a long counted string
 // the next masks find the bounds this search stored.
 constexpr uint32_t kDeepSearch = 4;
+// States after an exit group's byte a matcher keeps the group's taken tokens for (a counted string's
+// closing quote leads to one; a few strings may be open in turns, in arrays of objects).
+constexpr size_t kExitStates = 4;
 
 }  // namespace
 
@@ -68,15 +71,62 @@ bool GrammarMatcher::fill_by_count(std::span<uint32_t> bitmask) {
       if (walk.step(d, static_cast<uint8_t>(bytes[d])).state == StateTable::kDead) return;
     walk_below(walk, node, bitmask);
   };
-  for (const TextCounts::Group& g : counts.groups()) {
+  const std::vector<uint32_t>& exits = counts.exits();
+  for (size_t gi = 0; gi < counts.groups().size(); ++gi) {
+    const TextCounts::Group& g = counts.groups()[gi];
     // After k complete characters the parse stands in c_k; a partial character needs one more
     // taken, and exits after kDepth characters lie below the deep nodes unless the chain ended.
     if (g.k > L || (g.k == L && (g.partial || !ended))) continue;
-    if (!g.partial) {
-      const StateTable::State c = chain_[g.k];
-      if (table.next(c, g.byte) == StateTable::kDead) continue;
+    if (g.partial) {
+      for (uint32_t e = g.begin; e < g.end; ++e) walk_from(exits[e], g.k, counts.exit_tails()[e]);
+      continue;
     }
-    for (uint32_t e = g.begin; e < g.end; ++e) walk_from(counts.exits()[e], g.k, counts.exit_tails()[e]);
+    // Every node of a whole-character group stands in c_k and takes g.byte: the state x after it
+    // is one for the group, and x alone decides which tokens below the nodes are taken (an
+    // interned state accepts exactly one language). The state after a closing quote is the same
+    // for every count, so the next masks of a counted string read the group's tokens back.
+    const StateTable::State c = chain_[g.k];
+    StateTable::State x = table.next(c, g.byte);
+    if (x == StateTable::kDead) continue;
+    if (x == StateTable::kUnknown) {  // a new transition: stepped at the group's first node
+      const uint32_t node = exits[g.begin];
+      const std::string& bytes = trie.vocab().token_bytes[trie.token_ids()[nodes[node].tok_begin]];
+      walk.seek(std::string_view(bytes).substr(0, nodes[node].depth - 1), c);
+      x = walk.step(nodes[node].depth - 1, g.byte).state;
+      if (x == StateTable::kDead) continue;
+    }
+    // Per group a few states: a state after a backslash is new at every count, so an entry is
+    // filled at its state's second walk (gathering tokens never read again cost more than the
+    // reads saved: warm masks).
+    if (exit_cache_.size() != counts.groups().size()) exit_cache_.assign(counts.groups().size(), {});
+    std::vector<ExitEntry>& entries = exit_cache_[gi];
+    ExitEntry* entry = nullptr;
+    for (ExitEntry& en : entries)
+      if (en.x == x) entry = &en;
+    if (entry != nullptr && entry->kept) {
+      for (const uint32_t id : entry->tokens) bitmask[id >> 5] |= 1u << (id & 31);
+      ++exit_cache_hits_;
+      continue;
+    }
+    for (uint32_t e = g.begin; e < g.end; ++e) walk_from(exits[e], g.k, counts.exit_tails()[e]);
+    if (x == StateTable::kNone) continue;  // no interned state to key by
+    if (entry == nullptr) {  // first walk from x: remembered, in the oldest entry's place when full
+      if (entries.size() < kExitStates) {
+        entries.push_back({x, false, {}});
+      } else {
+        std::rotate(entries.begin(), entries.begin() + 1, entries.end());
+        entries.back() = {x, false, {}};
+      }
+      continue;
+    }
+    // The tokens just taken below the group's nodes (no other part of the mask marks them: every
+    // token is text, below one exit or below one deep node).
+    entry->kept = true;
+    for (uint32_t e = g.begin; e < g.end; ++e)
+      for (uint32_t t = nodes[exits[e]].tok_begin; t < trie.subtree_tok_end(exits[e]); ++t) {
+        const uint32_t id = trie.token_ids()[t];
+        if ((bitmask[id >> 5] >> (id & 31) & 1u) != 0) entry->tokens.push_back(id);
+      }
   }
   if (!ended) {
     for (size_t i = 0; i < counts.deep().size(); ++i) {

@@ -45,6 +45,8 @@ class GrammarMatcher {
   bool is_terminated() const { return terminated_; }
   // Masks built by fill_by_count so far (tests check the path is taken).
   uint64_t count_walks() const { return count_walks_; }
+  // Exit groups whose tokens fill_by_count read back instead of walking (tests check it is used).
+  uint64_t exit_cache_hits() const { return exit_cache_hits_; }
 
  private:
   void fill_by_positions(std::span<uint32_t> bitmask);
@@ -68,6 +70,15 @@ class GrammarMatcher {
   std::vector<std::pair<uint32_t, StateTable::State>> tops_;  // scratch: first-level nodes, state reached
   std::vector<StateTable::State> chain_;  // scratch: a counting state's text chain
   uint64_t count_walks_ = 0;
+  // count_walk.cc, per TextCounts exit group: the states after the group's byte it was walked from
+  // (kExitStates at most) and, from the second walk on, the tokens taken below its nodes from there.
+  struct ExitEntry {
+    StateTable::State x;
+    bool kept;
+    std::vector<uint32_t> tokens;
+  };
+  std::vector<std::vector<ExitEntry>> exit_cache_;
+  uint64_t exit_cache_hits_ = 0;
 };
 
 }  // namespace keel::grammar

@@ -124,14 +124,16 @@ bool StateWalker::continuations_reach(uint32_t d, uint32_t rem, uint8_t lo, uint
   // repeat across lead bytes: E1..EC and EE..EF share one).
   const StateTable::State s = state_[d];
   const uint64_t key = static_cast<uint64_t>(target) << 32 | rem << 16 | static_cast<uint32_t>(lo) << 8 | hi;
-  for (const auto& [state, k] : checked_)
-    if (state == s && k == key) return true;
+  if (checked_.contains({s, key})) return true;
+  StateTable::State verified = StateTable::kNone;  // the last continuation's state, checked already
   for (int c = lo; c <= hi; ++c) {
     const StateTable::State n = step(d, static_cast<uint8_t>(c)).state;
     if (n == StateTable::kDead || n == StateTable::kNone) return false;
+    if (n == verified) continue;  // the same state with the same bytes left: the same answer
     if (rem == 1 ? n != target : !continuations_reach(d + 1, rem - 1, 0x80, 0xBF, target)) return false;
+    verified = n;
   }
-  checked_.emplace_back(s, key);
+  checked_.emplace(s, key);
   return true;
 }
 
