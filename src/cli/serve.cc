@@ -19,8 +19,8 @@
 #include "sched/threaded_engine.h"
 #include "server/api.h"
 #include "server/cache_events.h"
-#include "server/pending_engine.h"
 #include "server/http/server.h"
+#include "server/pending_engine.h"
 
 namespace keel::cli {
 namespace {

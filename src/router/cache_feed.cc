@@ -2,9 +2,10 @@
 // stream: `event: reset` with the snapshot's seq, the snapshot's stored spans, then deltas, and `:`
 // heartbeats). It asks for `?pending=1`: the replica then also sends `event: pending` ({"tokens"}: a
 // prompt it admitted, outside the seq order) and the index counts that prefix as held there until its
-// stored span arrives (PrefixIndex::add_pending); a replica without pending events ignores the query. A seq gap, a malformed event or a lost connection drops the replica back to the
-// approximate index and resubscribes (a fresh snapshot) after a short pause; a replica that has no
-// such endpoint (404) is retried rarely. Runs on the upstream client's threads, no thread of its own.
+// stored span arrives (PrefixIndex::add_pending); a replica without pending events ignores the query.
+// A seq gap, a malformed event or a lost connection drops the replica back to the approximate index and resubscribes (a
+// fresh snapshot) after a short pause; a replica that has no such endpoint (404) is retried rarely. Runs on the
+// upstream client's threads, no thread of its own.
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -38,7 +39,6 @@ struct FeedState {
   std::shared_ptr<UpstreamCall> call;
 };
 
-
 // A malformed pending event is dropped, not a resync: it carries no cache state.
 void apply_pending(FeedState& st, const json& j) {
   if (!st.live || !j.is_object() || !j.contains("tokens") || !j["tokens"].is_array()) return;
@@ -50,7 +50,8 @@ void apply_pending(FeedState& st, const json& j) {
     if (!t.is_number_integer()) return;
     tokens.push_back(t.get<int32_t>());
   }
-  st.svc->index().add_pending(st.replica->id, std::make_shared<const std::vector<uint64_t>>(token_prefix_hashes(tokens)));
+  st.svc->index().add_pending(st.replica->id,
+                              std::make_shared<const std::vector<uint64_t>>(token_prefix_hashes(tokens)));
 }
 
 void apply_event(FeedState& st, const SseEvent& ev) {
@@ -99,7 +100,9 @@ void apply_event(FeedState& st, const SseEvent& ev) {
 void run_cache_feed(RouterService& svc, const ReplicaPtr& replica) {
   if (svc.stopping() || replica->removed.load()) return;
   auto st = std::make_shared<FeedState>(FeedState{.svc = &svc, .replica = replica});
-  UpstreamRequest req{.method = "GET", .target = "/v1/cache/events?pending=1", .first_byte_timeout_ms = kFeedIdleTimeoutMs,
+  UpstreamRequest req{.method = "GET",
+                      .target = "/v1/cache/events?pending=1",
+                      .first_byte_timeout_ms = kFeedIdleTimeoutMs,
                       .idle_timeout_ms = kFeedIdleTimeoutMs};
   st->call = svc.upstream().send(
       replica->endpoint, std::move(req),

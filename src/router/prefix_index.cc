@@ -62,7 +62,8 @@ void PrefixIndex::add_exact(ReplicaId r, uint64_t parent_hash, std::span<const i
   }
   if (tokens.empty() || p.pending.empty()) return;
   const uint64_t last = parent_hash;
-  std::erase_if(p.pending, [last](const auto& e) { return std::find(e.first->begin(), e.first->end(), last) != e.first->end(); });
+  std::erase_if(p.pending,
+                [last](const auto& e) { return std::find(e.first->begin(), e.first->end(), last) != e.first->end(); });
 }
 
 void PrefixIndex::remove_exact(ReplicaId r, uint64_t parent_hash, std::span<const int32_t> tokens) {
@@ -144,7 +145,8 @@ int64_t PrefixIndex::n_pending(ReplicaId r) const {
   std::shared_lock lock(mu_);
   auto it = replicas_.find(r);
   if (it == replicas_.end()) return 0;
-  return std::count_if(it->second.pending.begin(), it->second.pending.end(), [now](const auto& e) { return now < e.second; });
+  return std::count_if(it->second.pending.begin(), it->second.pending.end(),
+                       [now](const auto& e) { return now < e.second; });
 }
 
 int64_t PrefixIndex::match(ReplicaId r, std::span<const uint64_t> hashes) const {

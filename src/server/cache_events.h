@@ -9,7 +9,8 @@
 // Pending (opt-in, `GET /v1/cache/events?pending=1`): publish_pending(prompt) announces a request the
 // engine admitted; subscribers that asked get `event: pending` ({"tokens": the prompt's first
 // kMaxPendingTokens}) on the next poll, after their snapshot. It has no seq (not a change of the
-// tree); subscribers that did not ask never see it, so an older router's stream is unchanged. At most kMaxQueuedPending wait between polls (the oldest go).
+// tree); subscribers that did not ask never see it, so an older router's stream is unchanged. At
+// most kMaxQueuedPending wait between polls (the oldest go).
 #pragma once
 
 #include <atomic>

@@ -19,8 +19,9 @@ class PendingAnnouncingEngine final : public sched::Engine {
 
   Status submit(sched::GenerateRequest request, sched::EventSink sink) override {
     const auto& prompt = request.prompt;
-    std::vector<int32_t> head(prompt.begin(),
-                              prompt.begin() + static_cast<std::ptrdiff_t>(std::min(prompt.size(), CacheEventPublisher::kMaxPendingTokens)));
+    std::vector<int32_t> head(
+        prompt.begin(),
+        prompt.begin() + static_cast<std::ptrdiff_t>(std::min(prompt.size(), CacheEventPublisher::kMaxPendingTokens)));
     Status st = inner_.submit(std::move(request), std::move(sink));
     if (st.ok()) feed_.publish_pending(std::move(head));
     return st;

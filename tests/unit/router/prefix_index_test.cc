@@ -6,8 +6,8 @@
 #include <thread>
 #include <vector>
 
-#include "router/prefix_index.h"
 #include "router/policy.h"
+#include "router/prefix_index.h"
 #include "router/prefix_key.h"
 
 namespace keel::router {
@@ -119,7 +119,9 @@ TEST(PrefixIndex, ServedPromptsCountUntilTheFeedCatchesUp) {
 }
 
 using KeysPtr = PrefixIndex::KeysPtr;
-KeysPtr keys_of(const std::vector<int32_t>& t) { return std::make_shared<const std::vector<uint64_t>>(token_prefix_hashes(t)); }
+KeysPtr keys_of(const std::vector<int32_t>& t) {
+  return std::make_shared<const std::vector<uint64_t>>(token_prefix_hashes(t));
+}
 
 // A prompt the replica announced (`event: pending`) counts as held there until its stored span
 // arrives; then the exact set holds it and the pending entry is gone. A stored span of another prompt
@@ -160,7 +162,8 @@ TEST(PrefixIndex, PendingExpiresAndIsBounded) {
   EXPECT_EQ(off.match(1, token_prefix_hashes(a)), 0);
 
   PrefixIndex bounded(1000, 0, 60'000);
-  for (int32_t g = 0; g < static_cast<int32_t>(PrefixIndex::kMaxPending) + 5; ++g) bounded.add_pending(1, keys_of({g, 100, 101}));
+  for (int32_t g = 0; g < static_cast<int32_t>(PrefixIndex::kMaxPending) + 5; ++g)
+    bounded.add_pending(1, keys_of({g, 100, 101}));
   EXPECT_EQ(bounded.n_pending(1), static_cast<int64_t>(PrefixIndex::kMaxPending));
   EXPECT_EQ(bounded.match(1, token_prefix_hashes(std::vector<int32_t>{0, 100, 101})), 0);  // the oldest went
   const int32_t newest = static_cast<int32_t>(PrefixIndex::kMaxPending) + 4;
@@ -199,7 +202,8 @@ TEST(PrefixIndex, SecondInstancePicksTheReplicaPrefillingTheGroup) {
     auto keys = token_prefix_hashes(prompt);
     std::vector<CandidateView> c(kReplicas);
     for (int r = 0; r < kReplicas; ++r) {
-      c[static_cast<size_t>(r)] = {.load = load[static_cast<size_t>(r)], .match = idx.match(r, keys), .free_cache = 1000};
+      c[static_cast<size_t>(r)] = {
+          .load = load[static_cast<size_t>(r)], .match = idx.match(r, keys), .free_cache = 1000};
     }
     return policy->pick({.n_keys = static_cast<int64_t>(keys.size())}, c).index;
   };

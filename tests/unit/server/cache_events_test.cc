@@ -198,8 +198,9 @@ TEST(CacheEventPublisher, PendingGoesOnlyToSubscribersThatAskAndOnlyForAcceptedR
   // The long prompt is cut to its first kMaxPendingTokens.
   size_t at = text.rfind("\"tokens\":[");
   std::string tail = text.substr(at);
-  EXPECT_EQ(static_cast<size_t>(std::count(tail.begin(), tail.begin() + static_cast<std::ptrdiff_t>(tail.find(']')), '9')),
-            CacheEventPublisher::kMaxPendingTokens);
+  EXPECT_EQ(
+      static_cast<size_t>(std::count(tail.begin(), tail.begin() + static_cast<std::ptrdiff_t>(tail.find(']')), '9')),
+      CacheEventPublisher::kMaxPendingTokens);
   EXPECT_EQ(old_router->text().find("pending"), std::string::npos);
   EXPECT_EQ(old_router->text().find("[4,5,6,8]"), std::string::npos);
   pub.stop();
