@@ -20,6 +20,7 @@
 #include "server/api.h"
 #include "server/cache_events.h"
 #include "server/http/server.h"
+#include "server/pending_engine.h"
 
 namespace keel::cli {
 namespace {
@@ -87,12 +88,13 @@ int run_serve(ServeArgs a) {
   api_config.structured = a.structured;
   api_config.structured.whitespace =
       a.grammar_whitespace == "flexible" ? grammar::WhitespacePolicy::kBounded : grammar::WhitespacePolicy::kCompact;
-  server::Api api(api_config, **engine, **tok, tmpl->has_value() ? &tmpl->value() : nullptr);
+  server::CacheEventPublisher cache_events({.drain = [&](auto& out) { return (*engine)->drain_cache_events(out); },
+                                            .snapshot = [&] { return (*engine)->cache_snapshot(); }});
+  server::PendingAnnouncingEngine announcing(**engine, cache_events);  // "prefill started" on the feed
+  server::Api api(api_config, announcing, **tok, tmpl->has_value() ? &tmpl->value() : nullptr);
   api.set_flush_cache([&] { return (*engine)->flush_cache(); });
   server::http::Router router;
   api.add_routes(router);
-  server::CacheEventPublisher cache_events({.drain = [&](auto& out) { return (*engine)->drain_cache_events(out); },
-                                            .snapshot = [&] { return (*engine)->cache_snapshot(); }});
   cache_events.add_routes(router);
   cache_events.start();
   server::http::HttpServer http(a.http, std::move(router), api.hooks());

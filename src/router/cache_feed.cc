@@ -1,12 +1,16 @@
 // The exact source of the prefix index: one long-lived GET /v1/cache/events per replica (an SSE
 // stream: `event: reset` with the snapshot's seq, the snapshot's stored spans, then deltas, and `:`
-// heartbeats). A seq gap, a malformed event or a lost connection drops the replica back to the
-// approximate index and resubscribes (a fresh snapshot) after a short pause; a replica that has no
-// such endpoint (404) is retried rarely. Runs on the upstream client's threads, no thread of its own.
+// heartbeats). It asks for `?pending=1`: the replica then also sends `event: pending` ({"tokens"}: a
+// prompt it admitted, outside the seq order) and the index counts that prefix as held there until its
+// stored span arrives (PrefixIndex::add_pending); a replica without pending events ignores the query.
+// A seq gap, a malformed event or a lost connection drops the replica back to the approximate index and resubscribes (a
+// fresh snapshot) after a short pause; a replica that has no such endpoint (404) is retried rarely. Runs on the
+// upstream client's threads, no thread of its own.
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "base/log.h"
+#include "router/prefix_key.h"
 #include "router/service.h"
 #include "router/sse_reader.h"
 
@@ -22,6 +26,7 @@ constexpr int64_t kNoFeedRetryMs = 10'000;
 // over 5 s (the feed then dropped and resubscribed several times in one benchmark); health checks
 // catch a dead replica sooner anyway.
 constexpr int32_t kFeedIdleTimeoutMs = 15'000;
+constexpr size_t kMaxPendingTokens = 1 << 16;  // a replica sends at most its first 4,096
 
 struct FeedState {
   RouterService* svc;
@@ -34,12 +39,30 @@ struct FeedState {
   std::shared_ptr<UpstreamCall> call;
 };
 
+// A malformed pending event is dropped, not a resync: it carries no cache state.
+void apply_pending(FeedState& st, const json& j) {
+  if (!st.live || !j.is_object() || !j.contains("tokens") || !j["tokens"].is_array()) return;
+  const json& arr = j["tokens"];
+  if (arr.empty() || arr.size() > kMaxPendingTokens) return;
+  std::vector<int32_t> tokens;
+  tokens.reserve(arr.size());
+  for (const json& t : arr) {
+    if (!t.is_number_integer()) return;
+    tokens.push_back(t.get<int32_t>());
+  }
+  st.svc->index().add_pending(st.replica->id,
+                              std::make_shared<const std::vector<uint64_t>>(token_prefix_hashes(tokens)));
+}
 
 void apply_event(FeedState& st, const SseEvent& ev) {
   if (st.broken || ev.comment_only) return;
   PrefixIndex& index = st.svc->index();
   const ReplicaId id = st.replica->id;
   json j = json::parse(ev.data, nullptr, false);
+  if (ev.event == "pending") {
+    apply_pending(st, j);
+    return;
+  }
   if (j.is_discarded() || !j.is_object() || !j.contains("seq") || !j["seq"].is_number_unsigned()) {
     st.broken = true;
     return;
@@ -77,7 +100,9 @@ void apply_event(FeedState& st, const SseEvent& ev) {
 void run_cache_feed(RouterService& svc, const ReplicaPtr& replica) {
   if (svc.stopping() || replica->removed.load()) return;
   auto st = std::make_shared<FeedState>(FeedState{.svc = &svc, .replica = replica});
-  UpstreamRequest req{.method = "GET", .target = "/v1/cache/events", .first_byte_timeout_ms = kFeedIdleTimeoutMs,
+  UpstreamRequest req{.method = "GET",
+                      .target = "/v1/cache/events?pending=1",
+                      .first_byte_timeout_ms = kFeedIdleTimeoutMs,
                       .idle_timeout_ms = kFeedIdleTimeoutMs};
   st->call = svc.upstream().send(
       replica->endpoint, std::move(req),

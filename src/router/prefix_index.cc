@@ -9,8 +9,10 @@
 
 namespace keel::router {
 
-PrefixIndex::PrefixIndex(int64_t max_approx_entries, int64_t recent_ms)
-    : max_approx_entries_(std::max<int64_t>(max_approx_entries, 1)), recent_us_(std::max<int64_t>(recent_ms, 0) * 1000) {}
+PrefixIndex::PrefixIndex(int64_t max_approx_entries, int64_t recent_ms, int64_t pending_ms)
+    : max_approx_entries_(std::max<int64_t>(max_approx_entries, 1)),
+      recent_us_(std::max<int64_t>(recent_ms, 0) * 1000),
+      pending_us_(std::max<int64_t>(pending_ms, 0) * 1000) {}
 
 namespace {
 
@@ -48,6 +50,9 @@ void PrefixIndex::end_exact(ReplicaId r) {
   entry(r).exact_live = false;
 }
 
+// A stored span ending inside an announced prompt means that prompt's prefill was stored (the exact
+// set now holds what it computed): its pending entry goes. A span ending elsewhere (another prompt)
+// leaves it.
 void PrefixIndex::add_exact(ReplicaId r, uint64_t parent_hash, std::span<const int32_t> tokens) {
   std::unique_lock lock(mu_);
   auto& p = entry(r);
@@ -55,6 +60,10 @@ void PrefixIndex::add_exact(ReplicaId r, uint64_t parent_hash, std::span<const i
     parent_hash = extend_token_hash(parent_hash, t);
     p.exact.insert(parent_hash);
   }
+  if (tokens.empty() || p.pending.empty()) return;
+  const uint64_t last = parent_hash;
+  std::erase_if(p.pending,
+                [last](const auto& e) { return std::find(e.first->begin(), e.first->end(), last) != e.first->end(); });
 }
 
 void PrefixIndex::remove_exact(ReplicaId r, uint64_t parent_hash, std::span<const int32_t> tokens) {
@@ -121,6 +130,25 @@ void PrefixIndex::remove_in_flight(ReplicaId r, const KeysPtr& keys, bool served
   recent.emplace_back(keys, now + recent_us_);
 }
 
+void PrefixIndex::add_pending(ReplicaId r, KeysPtr keys) {
+  if (!keys || keys->empty() || pending_us_ == 0) return;
+  const int64_t now = now_us();
+  std::unique_lock lock(mu_);
+  auto& pending = entry(r).pending;
+  std::erase_if(pending, [now](const auto& e) { return e.second <= now; });
+  if (pending.size() >= kMaxPending) pending.erase(pending.begin());  // the oldest
+  pending.emplace_back(std::move(keys), now + pending_us_);
+}
+
+int64_t PrefixIndex::n_pending(ReplicaId r) const {
+  const int64_t now = now_us();
+  std::shared_lock lock(mu_);
+  auto it = replicas_.find(r);
+  if (it == replicas_.end()) return 0;
+  return std::count_if(it->second.pending.begin(), it->second.pending.end(),
+                       [now](const auto& e) { return now < e.second; });
+}
+
 int64_t PrefixIndex::match(ReplicaId r, std::span<const uint64_t> hashes) const {
   std::shared_lock lock(mu_);
   auto it = replicas_.find(r);
@@ -128,10 +156,12 @@ int64_t PrefixIndex::match(ReplicaId r, std::span<const uint64_t> hashes) const 
   const PerReplica& p = it->second;
   size_t best_in_flight = 0;
   for (const KeysPtr& k : p.in_flight) best_in_flight = std::max(best_in_flight, common_prefix(*k, hashes));
-  if (!p.recent.empty()) {
+  if (!p.recent.empty() || !p.pending.empty()) {
     const int64_t now = now_us();
-    for (const auto& [k, until] : p.recent) {
-      if (now < until) best_in_flight = std::max(best_in_flight, common_prefix(*k, hashes));
+    for (const auto* timed : {&p.recent, &p.pending}) {
+      for (const auto& [k, until] : *timed) {
+        if (now < until) best_in_flight = std::max(best_in_flight, common_prefix(*k, hashes));
+      }
     }
   }
   auto holds = [&](size_t i) {

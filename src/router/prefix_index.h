@@ -9,7 +9,12 @@
 //  - in flight and just finished: prompts the router sent there and has not seen finish, plus those
 //    that finished successfully within the last recent_ms, at most kMaxRecent of them (the replica
 //    publishes a stored prefix up to one feed interval after it answers, and a follower of the same
-//    prefix can arrive in between).
+//    prefix can arrive in between);
+//  - pending: prompts the replica itself announced on its feed (`event: pending`) when it admitted
+//    them, whichever router sent them: a prefill in flight there, so every router instance sees a
+//    group's first placement at once. Dropped when a stored span ending inside the prompt arrives
+//    (its prefill was stored), after pending_ms (aborted, or a prefill that stored nothing new), or
+//    past kMaxPending per replica (the oldest).
 // Thread-safe (one shared mutex): the proxy matches and records on io threads, feeds write from theirs.
 #pragma once
 
@@ -34,7 +39,12 @@ class PrefixIndex {
   // replica on a loaded machine.
   static constexpr int64_t kDefaultRecentMs = 5000;
   static constexpr size_t kMaxRecent = 32;  // per replica; the newest are kept
-  explicit PrefixIndex(int64_t max_approx_entries, int64_t recent_ms = kDefaultRecentMs);
+  // pending_ms: how long a prompt the replica announced counts as held without its stored event
+  // (covers its wait in the replica's queue plus its prefill: seconds on a loaded CPU replica).
+  static constexpr int64_t kDefaultPendingMs = 10'000;
+  static constexpr size_t kMaxPending = 64;  // per replica; the newest are kept
+  explicit PrefixIndex(int64_t max_approx_entries, int64_t recent_ms = kDefaultRecentMs,
+                       int64_t pending_ms = kDefaultPendingMs);
 
   // Exact source. begin_exact clears the replica's exact set and marks it live (a snapshot follows);
   // end_exact marks it stale (stream lost): until the next snapshot, matching uses the last exact set
@@ -59,8 +69,12 @@ class PrefixIndex {
   void add_in_flight(ReplicaId r, KeysPtr keys);
   void remove_in_flight(ReplicaId r, const KeysPtr& keys, bool served = false);
 
+  // Pending: replica r announced it admitted a prompt with these prefix keys (from any router).
+  void add_pending(ReplicaId r, KeysPtr keys);
+  int64_t n_pending(ReplicaId r) const;  // not yet stored nor expired
+
   // How many leading entries of `hashes` replica r holds: the longest of its set (exact if live,
-  // else approximate), its in-flight prompts and its recently served ones.
+  // else approximate), its in-flight prompts, its recently served ones and its pending ones.
   int64_t match(ReplicaId r, std::span<const uint64_t> hashes) const;
   bool exact_live(ReplicaId r) const;
   int64_t n_exact(ReplicaId r) const;
@@ -74,13 +88,15 @@ class PrefixIndex {
     std::unordered_map<uint64_t, uint64_t> approx;  // hash -> tick last routed
     uint64_t tick = 0;
     std::vector<KeysPtr> in_flight;
-    std::vector<std::pair<KeysPtr, int64_t>> recent;  // served prompt, until this time (us)
+    std::vector<std::pair<KeysPtr, int64_t>> recent;   // served prompt, until this time (us)
+    std::vector<std::pair<KeysPtr, int64_t>> pending;  // announced prompt, until this time (us)
   };
   PerReplica& entry(ReplicaId r);  // under the unique lock
   void evict_approx(PerReplica& p);
 
   int64_t max_approx_entries_;
   int64_t recent_us_;
+  int64_t pending_us_;
   mutable std::shared_mutex mu_;
   std::unordered_map<ReplicaId, PerReplica> replicas_;
 };

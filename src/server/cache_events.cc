@@ -1,6 +1,7 @@
 #include "server/cache_events.h"
 
 #include <chrono>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -23,7 +24,27 @@ std::string event_json(const cache::CacheEvent& e) {
       .dump();
 }
 
+// "pending=1" among the query's &-separated parameters.
+bool wants_pending(std::string_view query) {
+  while (!query.empty()) {
+    const size_t amp = query.find('&');
+    if (query.substr(0, amp) == "pending=1") return true;
+    if (amp == std::string_view::npos) break;
+    query.remove_prefix(amp + 1);
+  }
+  return false;
+}
+
 }  // namespace
+
+void CacheEventPublisher::publish_pending(std::vector<int32_t> prompt) {
+  if (prompt.empty() || !any_wants_pending_.load(std::memory_order_relaxed)) return;
+  if (prompt.size() > kMaxPendingTokens) prompt.resize(kMaxPendingTokens);
+  std::lock_guard lock(mu_);
+  if (stopping_) return;
+  if (announced_.size() >= kMaxQueuedPending) announced_.erase(announced_.begin());
+  announced_.push_back(std::move(prompt));
+}
 
 CacheEventPublisher::CacheEventPublisher(CacheEventSource source, int32_t poll_ms, int32_t heartbeat_ms)
     : source_(std::move(source)), poll_ms_(poll_ms), heartbeat_ms_(heartbeat_ms) {}
@@ -31,7 +52,7 @@ CacheEventPublisher::CacheEventPublisher(CacheEventSource source, int32_t poll_m
 CacheEventPublisher::~CacheEventPublisher() { stop(); }
 
 void CacheEventPublisher::add_routes(http::Router& router) {
-  router.add("GET", "/v1/cache/events", [this](http::HttpRequest&&, const http::ExchangePtr& ex) {
+  router.add("GET", "/v1/cache/events", [this](http::HttpRequest&& req, const http::ExchangePtr& ex) {
     auto gone = std::make_shared<std::atomic<bool>>(false);
     ex->on_disconnect([gone] { gone->store(true); });
     std::lock_guard lock(mu_);
@@ -40,7 +61,9 @@ void CacheEventPublisher::add_routes(http::Router& router) {
       return;
     }
     ex->begin_stream(200, "text/event-stream", {{"Cache-Control", "no-cache"}});
-    pending_.push_back(Subscriber{.exchange = ex, .gone = std::move(gone)});
+    const bool wants = wants_pending(req.query);
+    if (wants) any_wants_pending_.store(true);
+    pending_.push_back(Subscriber{.exchange = ex, .gone = std::move(gone), .wants_pending = wants});
     cv_.notify_one();
   });
 }
@@ -67,19 +90,22 @@ void CacheEventPublisher::run() {
   int64_t last_beat_us = now_us();
   while (true) {
     std::vector<Subscriber> pending;
+    std::vector<std::vector<int32_t>> announced;
     {
       std::unique_lock lock(mu_);
       cv_.wait_for(lock, std::chrono::milliseconds(poll_ms_), [this] { return stopping_ || !pending_.empty(); });
       if (stopping_) return;
       pending.swap(pending_);
+      announced.swap(announced_);
     }
     const bool beat = now_us() - last_beat_us >= int64_t{heartbeat_ms_} * 1000;
     if (beat) last_beat_us = now_us();
-    pump(pending, beat);
+    pump(pending, announced, beat);
   }
 }
 
-void CacheEventPublisher::pump(std::vector<Subscriber>& pending, bool heartbeat) {
+void CacheEventPublisher::pump(std::vector<Subscriber>& pending, std::vector<std::vector<int32_t>>& announced,
+                               bool heartbeat) {
   drained_.clear();
   source_.drain(drained_);
   bool gap = false;
@@ -112,6 +138,19 @@ void CacheEventPublisher::pump(std::vector<Subscriber>& pending, bool heartbeat)
       s.since = snap.seq;
       s.exchange->push(bytes);
       live_.push_back(std::move(s));
+    }
+  }
+  bool any_wants = false;
+  for (const auto& s : live_) any_wants = any_wants || s.wants_pending;
+  if (!any_wants) {
+    std::lock_guard lock(mu_);  // a subscriber that asks meanwhile sits in pending_ and sets it again
+    if (pending_.empty()) any_wants_pending_.store(false);
+  }
+  for (const auto& prompt : announced) {
+    if (!any_wants) break;
+    const std::string ev = http::sse_event(json{{"tokens", prompt}}.dump(), "pending");
+    for (auto& s : live_) {
+      if (s.wants_pending) s.exchange->push(ev);
     }
   }
   if (heartbeat) {

@@ -6,6 +6,11 @@
 // is ended so it resubscribes and gets a fresh snapshot. One pump thread drains the engine and fans
 // out; handlers only enqueue. start()/stop() from the controlling thread; stop() before the engine
 // drains (it ends the streams, so the HTTP server's stop does not wait on them).
+// Pending (opt-in, `GET /v1/cache/events?pending=1`): publish_pending(prompt) announces a request the
+// engine admitted; subscribers that asked get `event: pending` ({"tokens": the prompt's first
+// kMaxPendingTokens}) on the next poll, after their snapshot. It has no seq (not a change of the
+// tree); subscribers that did not ask never see it, so an older router's stream is unchanged. At
+// most kMaxQueuedPending wait between polls (the oldest go).
 #pragma once
 
 #include <atomic>
@@ -34,7 +39,12 @@ class CacheEventPublisher {
   CacheEventPublisher(CacheEventSource source, int32_t poll_ms = 20, int32_t heartbeat_ms = 1000);
   ~CacheEventPublisher();
 
+  static constexpr size_t kMaxPendingTokens = 4096;
+  static constexpr size_t kMaxQueuedPending = 256;
+
   void add_routes(http::Router& router);
+  // Any thread; cheap when no subscriber asked for pending events.
+  void publish_pending(std::vector<int32_t> prompt);
   void start();
   void stop();
 
@@ -43,9 +53,10 @@ class CacheEventPublisher {
     http::ExchangePtr exchange;
     uint64_t since = 0;  // changes up to this seq are in its snapshot
     std::shared_ptr<std::atomic<bool>> gone;
+    bool wants_pending = false;
   };
   void run();
-  void pump(std::vector<Subscriber>& pending, bool heartbeat);
+  void pump(std::vector<Subscriber>& pending, std::vector<std::vector<int32_t>>& announced, bool heartbeat);
 
   CacheEventSource source_;
   int32_t poll_ms_, heartbeat_ms_;
@@ -53,6 +64,8 @@ class CacheEventPublisher {
   std::condition_variable cv_;
   bool stopping_ = false;
   std::vector<Subscriber> pending_;  // guarded by mu_
+  std::vector<std::vector<int32_t>> announced_;  // guarded by mu_
+  std::atomic<bool> any_wants_pending_{false};   // set by the handler, cleared by the pump
   std::vector<Subscriber> live_;     // pump thread only
   uint64_t last_seq_ = 0;            // pump thread only
   std::vector<cache::CacheEvent> drained_;

@@ -1,8 +1,12 @@
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
+#include <memory>
+#include <thread>
 #include <vector>
 
+#include "router/policy.h"
 #include "router/prefix_index.h"
 #include "router/prefix_key.h"
 
@@ -112,6 +116,109 @@ TEST(PrefixIndex, ServedPromptsCountUntilTheFeedCatchesUp) {
   EXPECT_EQ(expired.match(3, token_prefix_hashes(b)), 0);
   expired.add_exact(3, 0, a);
   EXPECT_EQ(expired.match(3, token_prefix_hashes(b)), 3);
+}
+
+using KeysPtr = PrefixIndex::KeysPtr;
+KeysPtr keys_of(const std::vector<int32_t>& t) {
+  return std::make_shared<const std::vector<uint64_t>>(token_prefix_hashes(t));
+}
+
+// A prompt the replica announced (`event: pending`) counts as held there until its stored span
+// arrives; then the exact set holds it and the pending entry is gone. A stored span of another prompt
+// (ending outside this one) leaves it pending.
+TEST(PrefixIndex, PendingCountsUntilItsStoredSpanArrives) {
+  std::vector<int32_t> a = {1, 2, 3, 4, 5}, follower = {1, 2, 3, 4, 9}, other = {1, 2, 8};
+  PrefixIndex idx(1000, /*recent_ms=*/0, /*pending_ms=*/60'000);
+  idx.begin_exact(2);
+  idx.add_exact(2, 0, std::vector<int32_t>{1, 2});  // cached before: a's prefill stores only {3, 4, 5}
+  EXPECT_EQ(idx.match(2, token_prefix_hashes(follower)), 2);
+  idx.add_pending(2, keys_of(a));
+  EXPECT_EQ(idx.n_pending(2), 1);
+  EXPECT_EQ(idx.match(2, token_prefix_hashes(follower)), 4);
+  EXPECT_EQ(idx.match(3, token_prefix_hashes(follower)), 0);  // another replica: not held
+  idx.add_exact(2, 0, other);                                 // another prompt's span
+  EXPECT_EQ(idx.n_pending(2), 1);
+  // a's prefill stored after the existing node: the span ends inside a.
+  idx.add_exact(2, token_prefix_hashes(std::vector<int32_t>{1, 2}).back(), std::vector<int32_t>{3, 4, 5});
+  EXPECT_EQ(idx.n_pending(2), 0);
+  EXPECT_EQ(idx.match(2, token_prefix_hashes(follower)), 4);  // now from the exact set
+  idx.remove_exact(2, token_prefix_hashes(std::vector<int32_t>{1, 2}).back(), std::vector<int32_t>{3, 4, 5});
+  EXPECT_EQ(idx.match(2, token_prefix_hashes(follower)), 2);  // evicted: nothing pending props it up
+}
+
+// An announced prompt whose stored span never comes (aborted, or it stored nothing new) stops counting
+// after pending_ms; the per-replica list keeps only the newest kMaxPending.
+TEST(PrefixIndex, PendingExpiresAndIsBounded) {
+  std::vector<int32_t> a = {1, 2, 3, 4};
+  PrefixIndex idx(1000, 0, /*pending_ms=*/1);
+  idx.begin_exact(1);
+  idx.add_pending(1, keys_of(a));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(idx.n_pending(1), 0);
+  EXPECT_EQ(idx.match(1, token_prefix_hashes(a)), 0);
+
+  PrefixIndex off(1000, 0, /*pending_ms=*/0);  // pending disabled
+  off.add_pending(1, keys_of(a));
+  EXPECT_EQ(off.match(1, token_prefix_hashes(a)), 0);
+
+  PrefixIndex bounded(1000, 0, 60'000);
+  for (int32_t g = 0; g < static_cast<int32_t>(PrefixIndex::kMaxPending) + 5; ++g)
+    bounded.add_pending(1, keys_of({g, 100, 101}));
+  EXPECT_EQ(bounded.n_pending(1), static_cast<int64_t>(PrefixIndex::kMaxPending));
+  EXPECT_EQ(bounded.match(1, token_prefix_hashes(std::vector<int32_t>{0, 100, 101})), 0);  // the oldest went
+  const int32_t newest = static_cast<int32_t>(PrefixIndex::kMaxPending) + 4;
+  EXPECT_EQ(bounded.match(1, token_prefix_hashes(std::vector<int32_t>{newest, 100, 101})), 3);
+}
+
+// Two replicas each announce a prompt of one group (two router instances placed it twice): both hold
+// it, each until its own stored span arrives; one replica's stored span does not clear the other's.
+TEST(PrefixIndex, PendingOnTwoReplicasIsKeptPerReplica) {
+  std::vector<int32_t> a = {7, 7, 1}, b = {7, 7, 2}, next = {7, 7, 3};
+  PrefixIndex idx(1000, 0, 60'000);
+  idx.begin_exact(1);
+  idx.begin_exact(2);
+  idx.add_pending(1, keys_of(a));
+  idx.add_pending(2, keys_of(b));
+  EXPECT_EQ(idx.match(1, token_prefix_hashes(next)), 2);
+  EXPECT_EQ(idx.match(2, token_prefix_hashes(next)), 2);
+  idx.add_exact(1, 0, a);
+  EXPECT_EQ(idx.n_pending(1), 0);
+  EXPECT_EQ(idx.n_pending(2), 1);
+  EXPECT_EQ(idx.match(2, token_prefix_hashes(next)), 2);
+  idx.forget(2);
+  EXPECT_EQ(idx.n_pending(2), 0);
+}
+
+// Round 3's failure, two router instances on one feed: instance A sends a new group's first request to
+// replica 2; before its prefill ends, instance B (which did not send it, so has nothing in flight)
+// gets the group's second request. Without pending B sees no holder and picks by load (another
+// replica: a copy); with replica 2's pending event both instances' indexes hold the prefix there and B
+// picks replica 2 too.
+TEST(PrefixIndex, SecondInstancePicksTheReplicaPrefillingTheGroup) {
+  std::vector<int32_t> first = {3, 1, 4, 1, 5, 9, 2, 6, 10}, second = {3, 1, 4, 1, 5, 9, 2, 6, 11};
+  constexpr int kReplicas = 4;
+  auto pick = [&](const PrefixIndex& idx, const std::vector<int32_t>& prompt, std::vector<int64_t> load) {
+    auto policy = make_cache_aware({});
+    auto keys = token_prefix_hashes(prompt);
+    std::vector<CandidateView> c(kReplicas);
+    for (int r = 0; r < kReplicas; ++r) {
+      c[static_cast<size_t>(r)] = {
+          .load = load[static_cast<size_t>(r)], .match = idx.match(r, keys), .free_cache = 1000};
+    }
+    return policy->pick({.n_keys = static_cast<int64_t>(keys.size())}, c).index;
+  };
+  // Replica 2 is the one the first request went to, so it reports one request more (external load).
+  const std::vector<int64_t> load = {0, 0, 1, 0};
+  PrefixIndex a(1000, 0, 60'000), b(1000, 0, 60'000), b_without(1000, 0, 0);
+  for (PrefixIndex* idx : {&a, &b, &b_without}) {
+    for (int r = 0; r < kReplicas; ++r) idx->begin_exact(r);
+  }
+  a.add_in_flight(2, keys_of(first));  // A's own record of what it sent
+  // Replica 2's feed announces the admitted prompt to every subscriber (what cache_feed.cc does).
+  for (PrefixIndex* idx : {&a, &b, &b_without}) idx->add_pending(2, keys_of(first));
+  EXPECT_EQ(pick(a, second, load), 2);
+  EXPECT_EQ(pick(b, second, load), 2);
+  EXPECT_NE(pick(b_without, second, load), 2);  // the round-3 copy
 }
 
 }  // namespace

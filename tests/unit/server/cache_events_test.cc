@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/cache_events.h"
+#include "server/pending_engine.h"
 #include "server/stream_resume.h"
 
 namespace keel::server {
@@ -139,6 +140,69 @@ TEST(CacheEventPublisher, EverySubscriberGetsTheSnapshotAndEachChange) {
     EXPECT_FALSE(ex->is_ended());
   }
   EXPECT_EQ(a->text().find("\"tokens\":[8]"), a->text().rfind("\"tokens\":[8]"));  // seq 3 once for a
+  pub.stop();
+}
+
+// "Prefill started": a subscriber that asked (?pending=1) gets `event: pending` with the admitted
+// prompt after its snapshot, outside the seq order (no seq: not a change of the tree); one
+// that did not ask gets the same stream as before. The announcing engine announces only what its
+// engine accepted. (The engine below is a stand-in: a ThreadedEngine needs a model.)
+TEST(CacheEventPublisher, PendingGoesOnlyToSubscribersThatAskAndOnlyForAcceptedRequests) {
+  CacheEventSource source{.drain = [](std::vector<cache::CacheEvent>&) { return int64_t{0}; },
+                          .snapshot = [] { return cache::FeedSnapshot{.seq = 5, .stored = {}}; }};
+  CacheEventPublisher pub(source, 1, 1000);
+  http::Router router;
+  pub.add_routes(router);
+  pub.start();
+  pub.publish_pending({1, 2, 3});  // nobody asked yet: dropped
+  auto subscribe = [&](std::string query) {
+    auto ex = std::make_shared<RecordingExchange>();
+    (*router.find("GET", "/v1/cache/events").handler)(
+        http::HttpRequest{.method = "GET", .path = "/v1/cache/events", .query = std::move(query)}, ex);
+    return ex;
+  };
+  auto old_router = subscribe("");
+  auto new_router = subscribe("x=2&pending=1");
+  ASSERT_TRUE(eventually([&] { return new_router->text().find("event: reset") != std::string::npos; }));
+  ASSERT_TRUE(eventually([&] { return old_router->text().find("event: reset") != std::string::npos; }));
+
+  struct StandInEngine final : sched::Engine {
+    bool accept = true;
+    Status submit(sched::GenerateRequest, sched::EventSink) override {
+      return accept ? Status{} : make_error(ErrorCode::kResourceExhausted, "full");
+    }
+    void cancel(sched::RequestId) override {}
+    sched::EngineLoad load() const override { return {}; }
+    void drain() override {}
+  } inner;
+  PendingAnnouncingEngine engine(inner, pub);
+  sched::GenerateRequest rejected;
+  rejected.prompt = {7, 7, 7};
+  inner.accept = false;
+  EXPECT_FALSE(engine.submit(std::move(rejected), {}).ok());
+  inner.accept = true;
+  sched::GenerateRequest accepted;
+  accepted.prompt = {4, 5, 6, 8};
+  ASSERT_TRUE(engine.submit(std::move(accepted), {}).ok());
+  sched::GenerateRequest longer;
+  longer.prompt.assign(CacheEventPublisher::kMaxPendingTokens + 10, 9);
+  ASSERT_TRUE(engine.submit(std::move(longer), {}).ok());
+
+  ASSERT_TRUE(eventually([&] { return new_router->text().find("[4,5,6,8]") != std::string::npos; }));
+  ASSERT_TRUE(eventually([&] { return new_router->text().find(",9]") != std::string::npos; }));
+  std::string text = new_router->text();
+  EXPECT_LT(text.find("event: reset"), text.find("event: pending"));
+  EXPECT_NE(text.find("event: pending\ndata: {\"tokens\":[4,5,6,8]}"), std::string::npos) << text;
+  EXPECT_EQ(text.find("[1,2,3]"), std::string::npos);  // published before anyone asked
+  EXPECT_EQ(text.find("7,7"), std::string::npos);      // the engine refused it
+  // The long prompt is cut to its first kMaxPendingTokens.
+  size_t at = text.rfind("\"tokens\":[");
+  std::string tail = text.substr(at);
+  EXPECT_EQ(
+      static_cast<size_t>(std::count(tail.begin(), tail.begin() + static_cast<std::ptrdiff_t>(tail.find(']')), '9')),
+      CacheEventPublisher::kMaxPendingTokens);
+  EXPECT_EQ(old_router->text().find("pending"), std::string::npos);
+  EXPECT_EQ(old_router->text().find("[4,5,6,8]"), std::string::npos);
   pub.stop();
 }
 
