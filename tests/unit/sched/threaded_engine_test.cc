@@ -189,7 +189,17 @@ TEST_F(ThreadedEngineTest, DestructionEndsOpenRequests) {
   Collector col;
   {
     auto e = make({.kv_tokens = 256, .max_batch_tokens = 16, .prefill_chunk = 8, .max_running = 4});
-    ASSERT_TRUE(e->submit(greedy_request(1, make_prompt(20, 1), 250), col.sink()).ok());
+    // The sink holds the scheduler thread for a second on the first token, so the engine is destroyed
+    // while the request runs: on a fast machine its 236 tokens fit between two of wait_for's 1 ms polls,
+    // and without the hold it could end by length first (seen 3 times in 10 runs).
+    std::atomic<bool> held{false};
+    EventSink inner = col.sink();
+    EventSink sink = [&held, inner](StreamEvent&& ev) {
+      const bool first = !ev.tokens.empty() && !held.exchange(true);
+      inner(std::move(ev));
+      if (first) std::this_thread::sleep_for(std::chrono::seconds(1));
+    };
+    ASSERT_TRUE(e->submit(greedy_request(1, make_prompt(20, 1), 250), sink).ok());
     ASSERT_TRUE(wait_for([&] { return !col.get(1).tokens.empty(); }));
   }
   EXPECT_EQ(col.n_final(), 1);
