@@ -138,7 +138,8 @@ void PrefixIndex::add_pending(ReplicaId r, KeysPtr keys) {
   std::erase_if(pending, [now](const auto& e) { return e.second <= now; });
   if (pending.size() >= kMaxPending) pending.erase(pending.begin());  // the oldest
   pending.emplace_back(keys, now + pending_us_);
-  while (!announced_.empty() && (announced_.size() >= kMaxAnnounced || announced_.front().second < now - kAnnouncedKeepUs)) {
+  while (!announced_.empty() &&
+         (announced_.size() >= kMaxAnnounced || announced_.front().second < now - kAnnouncedKeepUs)) {
     announced_.pop_front();
   }
   announced_.emplace_back(std::move(keys), now);

@@ -111,7 +111,8 @@ void CacheEventPublisher::run() {
       announced.swap(announced_);
       load = load_;
       // A new subscriber that asked gets the current load too.
-      send_load = load_dirty_ || std::any_of(pending.begin(), pending.end(), [](const Subscriber& s) { return s.wants_pending; });
+      send_load = load_dirty_ ||
+                  std::any_of(pending.begin(), pending.end(), [](const Subscriber& s) { return s.wants_pending; });
       load_dirty_ = false;
     }
     const bool beat = now_us() - last_beat_us >= int64_t{heartbeat_ms_} * 1000;
@@ -175,8 +176,7 @@ void CacheEventPublisher::pump(std::vector<Subscriber>& pending, std::vector<std
     }
   }
   if (load != nullptr && any_wants) {
-    const std::string ev = http::sse_event(
-        json{{"in_flight", load->in_flight}}.dump(), "load");
+    const std::string ev = http::sse_event(json{{"in_flight", load->in_flight}}.dump(), "load");
     for (auto& s : live_) {
       if (s.wants_pending) s.exchange->push(ev);
     }

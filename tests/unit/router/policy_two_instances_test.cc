@@ -64,11 +64,14 @@ BurstResult run_burst(int burst, bool feeds, int block) {
     std::vector<CandidateView> c;
     for (int r = 0; r < kReplicas; ++r) {
       const Replica& rep = *in.replicas[static_cast<size_t>(r)];
-      c.push_back({.load = rep.load(), .work = rep.work.load(), .match = holds[static_cast<size_t>(r)] ? kKeys : 0,
+      c.push_back({.load = rep.load(),
+                   .work = rep.work.load(),
+                   .match = holds[static_cast<size_t>(r)] ? kKeys : 0,
                    .free_cache = 1000});
     }
     int64_t recent = in.own_group;
-    if (feeds) recent = std::max(recent, in.index.announced_since(group_index, (*keys)[group_index], now_us() - 100'000));
+    if (feeds)
+      recent = std::max(recent, in.index.announced_since(group_index, (*keys)[group_index], now_us() - 100'000));
     const Pick p = in.policy->pick({.n_keys = kKeys, .group_in_flight = in.own_group, .group_recent = recent}, c);
     const auto r = static_cast<size_t>(p.index);
     in.replicas[r]->in_flight.fetch_add(1);
@@ -76,7 +79,8 @@ BurstResult run_burst(int burst, bool feeds, int block) {
     holds[r] = true;
     ++in.own_group;
     std::array<int64_t, kReplicas> total{};
-    for (size_t k = 0; k < kReplicas; ++k) total[k] = inst[0].replicas[k]->in_flight.load() + inst[1].replicas[k]->in_flight.load();
+    for (size_t k = 0; k < kReplicas; ++k)
+      total[k] = inst[0].replicas[k]->in_flight.load() + inst[1].replicas[k]->in_flight.load();
     if (feeds) {
       for (auto& other : inst) {
         other.index.add_pending(static_cast<ReplicaId>(r), keys);

@@ -224,7 +224,8 @@ TEST(CacheEventPublisher, LoadGoesOnlyToSubscribersThatAskCoalescedToTheLatestCo
   };
   auto old_router = subscribe("");
   auto new_router = subscribe("pending=1");
-  ASSERT_TRUE(eventually([&] { return new_router->text().find("event: load\ndata: {\"in_flight\":0}") != std::string::npos; }));
+  ASSERT_TRUE(
+      eventually([&] { return new_router->text().find("event: load\ndata: {\"in_flight\":0}") != std::string::npos; }));
 
   struct StandInEngine final : sched::Engine {
     std::vector<sched::EventSink> sinks;
@@ -262,7 +263,8 @@ TEST(CacheEventPublisher, LoadGoesOnlyToSubscribersThatAskCoalescedToTheLatestCo
 
   // 200 changes in a row (100 admits, then 100 finishes): coalesced, ending at 0.
   for (int i = 0; i < 100; ++i) ASSERT_TRUE(engine.submit(sched::GenerateRequest{.prompt = {4}}, {}).ok());
-  for (size_t i = 1; i < inner.sinks.size(); ++i) inner.sinks[i](sched::StreamEvent{.finish = sched::FinishReason::kStop});
+  for (size_t i = 1; i < inner.sinks.size(); ++i)
+    inner.sinks[i](sched::StreamEvent{.finish = sched::FinishReason::kStop});
   EXPECT_EQ(engine.in_flight(), 0);
   auto count_loads = [&] {
     const std::string t = new_router->text();
