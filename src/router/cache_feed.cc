@@ -2,7 +2,9 @@
 // stream: `event: reset` with the snapshot's seq, the snapshot's stored spans, then deltas, and `:`
 // heartbeats). It asks for `?pending=1`: the replica then also sends `event: pending` ({"tokens"}: a
 // prompt it admitted, outside the seq order) and the index counts that prefix as held there until its
-// stored span arrives (PrefixIndex::add_pending); a replica without pending events ignores the query.
+// stored span arrives (PrefixIndex::add_pending), and `event: load` ({"in_flight"}: its requests from
+// every router instance, pushed on admit and finish) becomes the replica's pushed load
+// (Replica::set_pushed, dropped when the feed is lost); a replica without them ignores the query.
 // A seq gap, a malformed event or a lost connection drops the replica back to the approximate index and resubscribes (a
 // fresh snapshot) after a short pause; a replica that has no such endpoint (404) is retried rarely. Runs on the
 // upstream client's threads, no thread of its own.
@@ -54,6 +56,14 @@ void apply_pending(FeedState& st, const json& j) {
                               std::make_shared<const std::vector<uint64_t>>(token_prefix_hashes(tokens)));
 }
 
+// A malformed load event is dropped too; the polled load still stands.
+void apply_load(FeedState& st, const json& j) {
+  if (!st.live || !j.is_object() || !j.contains("in_flight") || !j["in_flight"].is_number_integer()) return;
+  const auto n = j["in_flight"].get<int64_t>();
+  if (n < 0 || n > (int64_t{1} << 40)) return;
+  st.replica->set_pushed(n);
+}
+
 void apply_event(FeedState& st, const SseEvent& ev) {
   if (st.broken || ev.comment_only) return;
   PrefixIndex& index = st.svc->index();
@@ -61,6 +71,10 @@ void apply_event(FeedState& st, const SseEvent& ev) {
   json j = json::parse(ev.data, nullptr, false);
   if (ev.event == "pending") {
     apply_pending(st, j);
+    return;
+  }
+  if (ev.event == "load") {
+    apply_load(st, j);
     return;
   }
   if (j.is_discarded() || !j.is_object() || !j.contains("seq") || !j["seq"].is_number_unsigned()) {
@@ -112,18 +126,21 @@ void run_cache_feed(RouterService& svc, const ReplicaPtr& replica) {
          if (st->replica->removed.load()) {  // stop feeding the index of a replica that is gone
            st->broken = true;
            if (st->call) st->call->cancel();
+           st->replica->clear_pushed();
            st->svc->index().forget(st->replica->id);
            return;
          }
          st->reader.feed(bytes, [&](const SseEvent& ev) { apply_event(*st, ev); });
          if (st->broken && st->call) st->call->cancel();
          if (st->broken && !st->replica->removed.load()) {
+           st->replica->clear_pushed();
            st->svc->index().end_exact(st->replica->id);
            st->svc->upstream().run_after(kResubscribeMs, [svc = st->svc, r = st->replica] { run_cache_feed(*svc, r); });
          }
        },
        .on_done = [st](UpstreamFailure, const std::string& message) {
          if (st->broken) return;  // resubscription already scheduled
+         st->replica->clear_pushed();
          st->svc->index().end_exact(st->replica->id);
          if (st->live) KEEL_LOG_WARN("cache feed of {} ended: {}", st->replica->url, message.empty() ? "closed" : message);
          int64_t delay = st->status == 404 ? kNoFeedRetryMs : kResubscribeMs;

@@ -137,7 +137,21 @@ void PrefixIndex::add_pending(ReplicaId r, KeysPtr keys) {
   auto& pending = entry(r).pending;
   std::erase_if(pending, [now](const auto& e) { return e.second <= now; });
   if (pending.size() >= kMaxPending) pending.erase(pending.begin());  // the oldest
-  pending.emplace_back(std::move(keys), now + pending_us_);
+  pending.emplace_back(keys, now + pending_us_);
+  while (!announced_.empty() &&
+         (announced_.size() >= kMaxAnnounced || announced_.front().second < now - kAnnouncedKeepUs)) {
+    announced_.pop_front();
+  }
+  announced_.emplace_back(std::move(keys), now);
+}
+
+int64_t PrefixIndex::announced_since(size_t key_index, uint64_t key, int64_t since_us) const {
+  std::shared_lock lock(mu_);
+  int64_t n = 0;
+  for (auto it = announced_.rbegin(); it != announced_.rend() && it->second >= since_us; ++it) {
+    n += it->first->size() > key_index && (*it->first)[key_index] == key ? 1 : 0;
+  }
+  return n;
 }
 
 int64_t PrefixIndex::n_pending(ReplicaId r) const {

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <shared_mutex>
 #include <span>
@@ -72,6 +73,12 @@ class PrefixIndex {
   // Pending: replica r announced it admitted a prompt with these prefix keys (from any router).
   void add_pending(ReplicaId r, KeysPtr keys);
   int64_t n_pending(ReplicaId r) const;  // not yet stored nor expired
+  // Prompts any replica announced since `since_us` (now_us clock) whose key at `key_index` is `key`
+  // (a prompt group: policy.h kGroupTokens), from every router instance: the group's arrivals as the
+  // fleet saw them (the newest kMaxAnnounced within kAnnouncedKeepUs). The burst guard's count.
+  int64_t announced_since(size_t key_index, uint64_t key, int64_t since_us) const;
+  static constexpr size_t kMaxAnnounced = 512;
+  static constexpr int64_t kAnnouncedKeepUs = 2'000'000;
 
   // How many leading entries of `hashes` replica r holds: the longest of its set (exact if live,
   // else approximate), its in-flight prompts, its recently served ones and its pending ones.
@@ -99,6 +106,7 @@ class PrefixIndex {
   int64_t pending_us_;
   mutable std::shared_mutex mu_;
   std::unordered_map<ReplicaId, PerReplica> replicas_;
+  std::deque<std::pair<KeysPtr, int64_t>> announced_;  // every replica's, with the time it came (us)
 };
 
 }  // namespace keel::router

@@ -151,9 +151,17 @@ ReplicaPtr ProxyRequest::choose() {
   }
   const auto n_keys = static_cast<int64_t>(keys_->size());
   const int64_t group_in_flight = has_group_ ? svc_.group_in_flight_locked(group_) : 0;
-  const int64_t group_recent =
-      has_group_ ? svc_.group_recent_locked(group_, now_ms - svc_.config().cache_aware.burst_window_ms) : 0;
   const int64_t window_ms = svc_.config().cache_aware.burst_window_ms;
+  // The group's arrivals in the burst window: this instance's own, or (with several router instances)
+  // those the replicas announced from every instance (event: pending), whichever is more; each
+  // instance alone sees only its share of a burst and would queue that many more at the holder.
+  int64_t group_recent = has_group_ ? svc_.group_recent_locked(group_, now_ms - window_ms) : 0;
+  if (has_group_) {
+    const int64_t keys_for_group = (kGroupTokens + slots_per_key_ - 1) / slots_per_key_;
+    const auto group_index =
+        static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(keys_->size()), keys_for_group) - 1);
+    group_recent = std::max(group_recent, svc_.index().announced_since(group_index, group_, t0 - window_ms * 1000));
+  }
   const double group_expected = has_group_ ? svc_.group_expected_locked(group_, now_ms, window_ms, group_recent) : 0;
   Pick pick = svc_.policy().pick(RouteRequest{.n_keys = n_keys,
                                               .tokens_per_key = slots_per_key_,

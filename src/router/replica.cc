@@ -29,7 +29,18 @@ Replica::Replica(ReplicaId id_, std::string url_, Endpoint endpoint_, ReplicaLab
     : id(id_), url(std::move(url_)), endpoint(std::move(endpoint_)), labels(std::move(labels_)), breaker(breaker_config) {}
 
 int64_t Replica::load() const {
-  return in_flight.load(std::memory_order_relaxed) + external.load(std::memory_order_relaxed);
+  const int64_t ours = in_flight.load(std::memory_order_relaxed);
+  const int64_t polled = ours + external.load(std::memory_order_relaxed);
+  const int64_t push = pushed.load(std::memory_order_relaxed);
+  if (push < 0) return polled;
+  // Sent since the push are not in it yet; finished since, it still counts (until the next push, ms).
+  const int64_t sent_since = std::max<int64_t>(ours - pushed_ours.load(std::memory_order_relaxed), 0);
+  return std::max(polled, push + sent_since);
+}
+
+void Replica::set_pushed(int64_t count) {
+  pushed_ours.store(in_flight.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  pushed.store(std::max<int64_t>(count, 0), std::memory_order_relaxed);
 }
 
 void Replica::set_reported(int64_t queued_now, int64_t running_now, int64_t ours) {

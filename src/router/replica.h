@@ -63,6 +63,13 @@ class Replica {
   std::atomic<int64_t> work{0};
   std::atomic<int64_t> external{0};
   std::atomic<int64_t> excess_prev{0};  // the previous poll's reported - ours
+  // Pushed load: the replica's in-flight count from its cache feed (`event: load`, sent within a few
+  // ms of each admit and finish; -1 = none, or the feed is down) and the router's own in_flight when
+  // it arrived. It counts every router instance's requests there, so load() takes
+  // max(in_flight + external, pushed + what this router sent since): another instance's burst is
+  // seen at once, not a poll later, and never lowers the router's own fresh count.
+  std::atomic<int64_t> pushed{-1};
+  std::atomic<int64_t> pushed_ours{0};
   std::atomic<int64_t> queued{-1};
   std::atomic<int64_t> running{-1};
   std::atomic<int64_t> kv_used{-1};
@@ -83,7 +90,10 @@ class Replica {
   // Its keel_router_upstream_seconds series, looked up once (RouterService::latency_seconds).
   std::atomic<server::Histogram*> latency_histogram{nullptr};
 
-  int64_t load() const;  // in_flight + external
+  int64_t load() const;  // max(in_flight + external, pushed + in_flight - pushed_ours) (see pushed)
+  // Records a pushed in-flight count (>= 0); clear_pushed() when the feed is lost.
+  void set_pushed(int64_t count);
+  void clear_pushed() { pushed.store(-1, std::memory_order_relaxed); }
   // Records a polled report; `ours` = the router's in-flight count there while the poll was out.
   void set_reported(int64_t queued_now, int64_t running_now, int64_t ours);
   // Records a polled KV report; `routed_at_send` = routed_slots when that poll was sent.

@@ -1,5 +1,6 @@
 #include "server/cache_events.h"
 
+#include <algorithm>
 #include <chrono>
 #include <string_view>
 
@@ -44,6 +45,14 @@ void CacheEventPublisher::publish_pending(std::vector<int32_t> prompt) {
   if (stopping_) return;
   if (announced_.size() >= kMaxQueuedPending) announced_.erase(announced_.begin());
   announced_.push_back(std::move(prompt));
+}
+
+void CacheEventPublisher::publish_load(LoadNote load) {
+  std::lock_guard lock(mu_);
+  load_ = load;
+  if (stopping_ || !any_wants_pending_.load(std::memory_order_relaxed)) return;
+  load_dirty_ = true;
+  cv_.notify_one();
 }
 
 CacheEventPublisher::CacheEventPublisher(CacheEventSource source, int32_t poll_ms, int32_t heartbeat_ms)
@@ -91,21 +100,34 @@ void CacheEventPublisher::run() {
   while (true) {
     std::vector<Subscriber> pending;
     std::vector<std::vector<int32_t>> announced;
+    LoadNote load;
+    bool send_load = false;
     {
       std::unique_lock lock(mu_);
-      cv_.wait_for(lock, std::chrono::milliseconds(poll_ms_), [this] { return stopping_ || !pending_.empty(); });
+      cv_.wait_for(lock, std::chrono::milliseconds(poll_ms_),
+                   [this] { return stopping_ || !pending_.empty() || load_dirty_; });
       if (stopping_) return;
       pending.swap(pending_);
       announced.swap(announced_);
+      load = load_;
+      // A new subscriber that asked gets the current load too.
+      send_load = load_dirty_ ||
+                  std::any_of(pending.begin(), pending.end(), [](const Subscriber& s) { return s.wants_pending; });
+      load_dirty_ = false;
     }
     const bool beat = now_us() - last_beat_us >= int64_t{heartbeat_ms_} * 1000;
     if (beat) last_beat_us = now_us();
-    pump(pending, announced, beat);
+    pump(pending, announced, beat, send_load ? &load : nullptr);
+    if (send_load) {  // coalescing: changes in the next kLoadGapMs go out together, as the latest value
+      std::unique_lock lock(mu_);
+      cv_.wait_for(lock, std::chrono::milliseconds(kLoadGapMs), [this] { return stopping_; });
+      if (stopping_) return;
+    }
   }
 }
 
 void CacheEventPublisher::pump(std::vector<Subscriber>& pending, std::vector<std::vector<int32_t>>& announced,
-                               bool heartbeat) {
+                               bool heartbeat, const LoadNote* load) {
   drained_.clear();
   source_.drain(drained_);
   bool gap = false;
@@ -149,6 +171,12 @@ void CacheEventPublisher::pump(std::vector<Subscriber>& pending, std::vector<std
   for (const auto& prompt : announced) {
     if (!any_wants) break;
     const std::string ev = http::sse_event(json{{"tokens", prompt}}.dump(), "pending");
+    for (auto& s : live_) {
+      if (s.wants_pending) s.exchange->push(ev);
+    }
+  }
+  if (load != nullptr && any_wants) {
+    const std::string ev = http::sse_event(json{{"in_flight", load->in_flight}}.dump(), "load");
     for (auto& s : live_) {
       if (s.wants_pending) s.exchange->push(ev);
     }

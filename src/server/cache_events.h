@@ -11,6 +11,11 @@
 // kMaxPendingTokens}) on the next poll, after their snapshot. It has no seq (not a change of the
 // tree); subscribers that did not ask never see it, so an older router's stream is unchanged. At
 // most kMaxQueuedPending wait between polls (the oldest go).
+// Load (same opt-in): publish_load({in_flight}) records the replica's request count
+// (PendingAnnouncingEngine calls it on each admit and finish); subscribers that asked get `event: load`
+// ({"in_flight"}: queued + running as the API counts them, no seq) with the latest value, coalesced: at most one per
+// kLoadGapMs, the last value always sent. A new subscriber that asked gets the current one after its
+// snapshot. So router instances see each other's requests within a few ms, not a poll later.
 #pragma once
 
 #include <atomic>
@@ -41,10 +46,17 @@ class CacheEventPublisher {
 
   static constexpr size_t kMaxPendingTokens = 4096;
   static constexpr size_t kMaxQueuedPending = 256;
+  static constexpr int32_t kLoadGapMs = 5;
+
+  struct LoadNote {
+    int64_t in_flight = 0;  // requests accepted and not finished (what a router counts)
+  };
 
   void add_routes(http::Router& router);
   // Any thread; cheap when no subscriber asked for pending events.
   void publish_pending(std::vector<int32_t> prompt);
+  // Any thread; wakes the pump only when a subscriber asked.
+  void publish_load(LoadNote load);
   void start();
   void stop();
 
@@ -56,7 +68,8 @@ class CacheEventPublisher {
     bool wants_pending = false;
   };
   void run();
-  void pump(std::vector<Subscriber>& pending, std::vector<std::vector<int32_t>>& announced, bool heartbeat);
+  void pump(std::vector<Subscriber>& pending, std::vector<std::vector<int32_t>>& announced, bool heartbeat,
+            const LoadNote* load);
 
   CacheEventSource source_;
   int32_t poll_ms_, heartbeat_ms_;
@@ -66,6 +79,8 @@ class CacheEventPublisher {
   std::vector<Subscriber> pending_;  // guarded by mu_
   std::vector<std::vector<int32_t>> announced_;  // guarded by mu_
   std::atomic<bool> any_wants_pending_{false};   // set by the handler, cleared by the pump
+  LoadNote load_;                                // guarded by mu_: the latest
+  bool load_dirty_ = false;                      // guarded by mu_: not yet sent
   std::vector<Subscriber> live_;     // pump thread only
   uint64_t last_seq_ = 0;            // pump thread only
   std::vector<cache::CacheEvent> drained_;

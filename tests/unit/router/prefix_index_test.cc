@@ -6,6 +6,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/clock.h"
 #include "router/policy.h"
 #include "router/prefix_index.h"
 #include "router/prefix_key.h"
@@ -168,6 +169,31 @@ TEST(PrefixIndex, PendingExpiresAndIsBounded) {
   EXPECT_EQ(bounded.match(1, token_prefix_hashes(std::vector<int32_t>{0, 100, 101})), 0);  // the oldest went
   const int32_t newest = static_cast<int32_t>(PrefixIndex::kMaxPending) + 4;
   EXPECT_EQ(bounded.match(1, token_prefix_hashes(std::vector<int32_t>{newest, 100, 101})), 3);
+}
+
+// The burst guard's fleet-wide count: prompts every replica announced since a time, whose key at the
+// group's index is the group's; other groups, shorter prompts and older announcements do not count;
+// at most kMaxAnnounced are kept.
+TEST(PrefixIndex, AnnouncedSinceCountsAGroupsPromptsOnEveryReplica) {
+  PrefixIndex idx(1000, 0, 60'000);
+  const auto group = token_prefix_hashes(std::vector<int32_t>{5, 6, 7});
+  idx.add_pending(1, keys_of({5, 6, 7, 1}));
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  const int64_t later = now_us();
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  idx.add_pending(2, keys_of({5, 6, 7, 2}));
+  idx.add_pending(3, keys_of({5, 6, 7}));
+  idx.add_pending(1, keys_of({5, 6, 8, 2}));  // another group
+  idx.add_pending(2, keys_of({5, 6}));        // too short to have the key
+  EXPECT_EQ(idx.announced_since(2, group[2], 0), 3);
+  EXPECT_EQ(idx.announced_since(2, group[2], later), 2);
+  EXPECT_EQ(idx.announced_since(1, group[1], 0), 5);  // by a shorter group key all five share it
+  EXPECT_EQ(idx.announced_since(2, group[1], 0), 0);  // a key at another index is no match
+
+  PrefixIndex bounded(1000, 0, 60'000);
+  for (size_t i = 0; i < PrefixIndex::kMaxAnnounced + 10; ++i)
+    bounded.add_pending(static_cast<ReplicaId>(i % 4), keys_of({5, 6, 7}));
+  EXPECT_EQ(bounded.announced_since(2, group[2], 0), static_cast<int64_t>(PrefixIndex::kMaxAnnounced));
 }
 
 // Two replicas each announce a prompt of one group (two router instances placed it twice): both hold

@@ -42,5 +42,33 @@ TEST(Replica, LoadAddsOnlyTrafficTheRouterDidNotSendPersistingTwoPolls) {
   EXPECT_EQ(r.load(), 5);
 }
 
+// Pushed load (the replica's own in-flight count from its cache feed): another router instance's
+// requests count at once; what this router sent after the push is added; the polled figure and the
+// router's fresh count are never lowered by it; a lost feed (clear_pushed) falls back to polls.
+TEST(Replica, PushedLoadCountsOtherInstancesAndWhatWasSentSince) {
+  Replica r = make_replica();
+  r.in_flight.store(2);
+  r.set_pushed(7);  // ours 2 + another instance's 5
+  EXPECT_EQ(r.load(), 7);
+  r.in_flight.fetch_add(3);  // sent since the push: not in it yet
+  EXPECT_EQ(r.load(), 10);
+  r.set_pushed(10);
+  EXPECT_EQ(r.load(), 10);
+  r.in_flight.store(1);  // four of ours finished, the push not yet here: it still counts them
+  EXPECT_EQ(r.load(), 10);
+  r.set_pushed(6);
+  EXPECT_EQ(r.load(), 6);
+  r.set_pushed(0);  // a push that missed our fresh request (sent between admit and event)
+  EXPECT_EQ(r.load(), 1);
+  r.set_reported(4, 4, 1);
+  r.set_reported(4, 4, 1);  // polls say 7 more than ours
+  EXPECT_EQ(r.load(), 8);
+  r.clear_pushed();
+  EXPECT_EQ(r.load(), 8);
+  r.set_reported(0, 0, 1);
+  r.set_reported(0, 0, 1);
+  EXPECT_EQ(r.load(), 1);
+}
+
 }  // namespace
 }  // namespace keel::router

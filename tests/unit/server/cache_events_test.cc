@@ -206,6 +206,82 @@ TEST(CacheEventPublisher, PendingGoesOnlyToSubscribersThatAskAndOnlyForAcceptedR
   pub.stop();
 }
 
+// Load: the announcing engine counts what it accepted until every sample's final event and publishes
+// the count; only subscribers that asked get `event: load`, a new one gets the current count after its
+// snapshot, and a run of changes is coalesced (far fewer events than changes, the last value sent).
+TEST(CacheEventPublisher, LoadGoesOnlyToSubscribersThatAskCoalescedToTheLatestCount) {
+  CacheEventSource source{.drain = [](std::vector<cache::CacheEvent>&) { return int64_t{0}; },
+                          .snapshot = [] { return cache::FeedSnapshot{.seq = 1, .stored = {}}; }};
+  CacheEventPublisher pub(source, 1000, 100'000);  // no periodic wake-ups: only load wakes the pump
+  http::Router router;
+  pub.add_routes(router);
+  pub.start();
+  auto subscribe = [&](std::string query) {
+    auto ex = std::make_shared<RecordingExchange>();
+    (*router.find("GET", "/v1/cache/events").handler)(
+        http::HttpRequest{.method = "GET", .path = "/v1/cache/events", .query = std::move(query)}, ex);
+    return ex;
+  };
+  auto old_router = subscribe("");
+  auto new_router = subscribe("pending=1");
+  ASSERT_TRUE(
+      eventually([&] { return new_router->text().find("event: load\ndata: {\"in_flight\":0}") != std::string::npos; }));
+
+  struct StandInEngine final : sched::Engine {
+    std::vector<sched::EventSink> sinks;
+    bool accept = true;
+    Status submit(sched::GenerateRequest, sched::EventSink sink) override {
+      if (!accept) return make_error(ErrorCode::kResourceExhausted, "full");
+      sinks.push_back(std::move(sink));
+      return {};
+    }
+    void cancel(sched::RequestId) override {}
+    sched::EngineLoad load() const override { return {}; }
+    void drain() override {}
+  } inner;
+  PendingAnnouncingEngine engine(inner, pub);
+  int delivered = 0;
+  sched::GenerateRequest two;
+  two.prompt = {1, 2};
+  two.n = 2;
+  ASSERT_TRUE(engine.submit(std::move(two), [&](sched::StreamEvent&&) { ++delivered; }).ok());
+  inner.accept = false;
+  EXPECT_FALSE(engine.submit(sched::GenerateRequest{.prompt = {3}}, {}).ok());
+  inner.accept = true;
+  EXPECT_EQ(engine.in_flight(), 1);
+  ASSERT_TRUE(eventually([&] { return new_router->text().find("{\"in_flight\":1}") != std::string::npos; }));
+  inner.sinks[0](sched::StreamEvent{.index = 0, .tokens = {5}});
+  inner.sinks[0](sched::StreamEvent{.index = 0, .finish = sched::FinishReason::kLength});
+  EXPECT_EQ(engine.in_flight(), 1);  // one sample still running
+  inner.sinks[0](sched::StreamEvent{.index = 1, .finish = sched::FinishReason::kStop});
+  EXPECT_EQ(engine.in_flight(), 0);
+  EXPECT_EQ(delivered, 3);  // the caller's sink still gets every event
+  ASSERT_TRUE(eventually([&] {
+    const std::string t = new_router->text();
+    return t.rfind("{\"in_flight\":0}") > t.find("{\"in_flight\":1}");
+  }));
+
+  // 200 changes in a row (100 admits, then 100 finishes): coalesced, ending at 0.
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(engine.submit(sched::GenerateRequest{.prompt = {4}}, {}).ok());
+  for (size_t i = 1; i < inner.sinks.size(); ++i)
+    inner.sinks[i](sched::StreamEvent{.finish = sched::FinishReason::kStop});
+  EXPECT_EQ(engine.in_flight(), 0);
+  auto count_loads = [&] {
+    const std::string t = new_router->text();
+    int n = 0;
+    for (size_t at = t.find("event: load"); at != std::string::npos; at = t.find("event: load", at + 1)) ++n;
+    return n;
+  };
+  ASSERT_TRUE(eventually([&] {
+    const std::string t = new_router->text();
+    return t.size() > 16 && t.substr(t.rfind("event: load")).starts_with("event: load\ndata: {\"in_flight\":0}");
+  }));
+  EXPECT_LT(count_loads(), 3 + 100) << new_router->text();
+  EXPECT_EQ(old_router->text().find("load"), std::string::npos);
+  EXPECT_EQ(old_router->text().find("in_flight"), std::string::npos);
+  pub.stop();
+}
+
 TEST(StreamResume, TakesTheFieldOnlyWithTheHeaderAndValidatesIds) {
   http::HttpRequest plain;
   std::string body = R"({"model":"m","keel_resume_token_ids":[1,2]})";
