@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <functional>
 #include <string_view>
-#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -121,13 +120,13 @@ class StateWalker {
     }
   };
   std::unordered_set<std::pair<StateTable::State, uint64_t>, CheckedHash> checked_;
-  // loops_all: per state met, the classes known to loop and known not to (the last state first).
+  // loops_all: per state met, the classes known to loop and known not to, in a small direct-mapped
+  // table (a walk alternates between a few states; a hash map look-up per node cost more).
   struct Loops {
+    StateTable::State state = StateTable::kNone;
     uint64_t loop = 0, fail = 0;
   };
-  std::unordered_map<StateTable::State, Loops> loops_;
-  StateTable::State last_loop_state_ = StateTable::kNone;
-  Loops* last_loop_ = nullptr;
+  std::array<Loops, 64> loops_{};
 };
 
 }  // namespace keel::grammar
