@@ -139,15 +139,56 @@ bool StateWalker::continuations_reach(uint32_t d, uint32_t rem, uint8_t lo, uint
 
 bool StateWalker::accepts_subtree(const VocabTrie& trie, uint32_t i) {
   const uint32_t d = trie.nodes()[i].depth - 1;
-  if (const uint8_t h = trie.plain_height(i); h != 0) return h <= plain_run(d);
-  const uint8_t t = trie.text_height(i);
-  if (t == 0 || state_[d] == StateTable::kNone || state_[d] == StateTable::kDead) return false;
+  const uint8_t h = trie.plain_height(i);
+  if (h != 0 && h <= plain_run(d)) return true;
+  // A plain subtree is not looked up as text (a text run costs parser steps), only by loop classes.
+  const uint8_t t = h != 0 ? 0 : trie.text_height(i);
   // Finding a state's text run costs a few parser steps per UTF-8 byte class; a key complement meets
   // a new state at every node of its names' trie, whose subtrees are small: only a subtree that
   // would cost more to visit pays for it (a known run is always used).
   constexpr uint32_t kTextWorth = 256;
-  if (const uint8_t known = table_.text_run(state_[d]); known != 0) return t <= known - 1u;
-  return trie.nodes()[i].subtree_end - i >= kTextWorth && t <= text_run(d);
+  if (t != 0 && state_[d] != StateTable::kNone && state_[d] != StateTable::kDead) {
+    if (const uint8_t known = table_.text_run(state_[d]); known != 0) {
+      if (t <= known - 1u) return true;
+    } else if (trie.nodes()[i].subtree_end - i >= kTextWorth && t <= text_run(d)) {
+      return true;
+    }
+  }
+  // A subtree too small to be worth looking up the state's loop for is walked.
+  constexpr uint32_t kLoopWorth = 16;
+  if (trie.nodes()[i].subtree_end - i < kLoopWorth) return false;
+  // The node's own byte must lead back to the state (one row read), or no loop holds the subtree:
+  // a state that moves on (a counter's next count, a pattern's next part) pays nothing more.
+  const StateTable::State s = state_[d];
+  if (s == StateTable::kNone || table_.next(s, trie.nodes()[i].byte) != s) return false;
+  return loops_all(d, trie.subtree_classes(i));
+}
+
+bool StateWalker::loops_all(uint32_t d, uint64_t classes) {
+  const StateTable::State s = state_[d];
+  if (s == StateTable::kNone || s == StateTable::kDead) return false;
+  Loops& l = loops_[s % loops_.size()];
+  if (l.state != s) l = Loops{s, 0, 0};  // a slot another state held: settled again
+  if ((classes & l.fail) != 0) return false;
+  // Each class not settled yet: every byte of it stepped once from s (a failure ends the look-up).
+  static const std::array<std::vector<uint8_t>, VocabTrie::kByteClasses> bytes_of = [] {
+    std::array<std::vector<uint8_t>, VocabTrie::kByteClasses> out;
+    for (int b = 0; b < 256; ++b) out[VocabTrie::byte_class(static_cast<uint8_t>(b))].push_back(static_cast<uint8_t>(b));
+    return out;
+  }();
+  // Highest classes first (non-ASCII, control bytes, punctuation): the ones a loop usually lacks,
+  // so a failing look-up steps few bytes.
+  for (uint64_t open = classes & ~l.loop; open != 0;) {
+    const int c = 63 - __builtin_clzll(open);
+    open &= ~(uint64_t{1} << c);
+    for (uint8_t b : bytes_of[static_cast<size_t>(c)])
+      if (step(d, b).state != s) {
+        l.fail |= uint64_t{1} << c;
+        return false;
+      }
+    l.loop |= uint64_t{1} << c;
+  }
+  return true;
 }
 
 uint32_t StateWalker::accepted_until(const VocabTrie& trie, uint32_t i, uint32_t limit) {

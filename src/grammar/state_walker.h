@@ -6,6 +6,7 @@
 // Not thread-safe (the parser is not); the StateTable is shared.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <string_view>
@@ -84,8 +85,14 @@ class StateWalker {
   // byte class of every state of the chain once (their partial-character states are interned), so
   // the search is shallower than the plain run's; a lower bound where the chain is longer.
   uint32_t text_run(uint32_t d, uint32_t budget = 16);
+  // Whether every byte of the byte classes `classes` (VocabTrie::byte_class) leads from the state at
+  // depth d back to that state: a pattern's loop (`[a-z0-9]+`, `.+` short of the byte that moves it
+  // on). Each class is settled by stepping its bytes once per state and walker (replacing the path
+  // from depth d on).
+  bool loops_all(uint32_t d, uint64_t classes);
   // Whether trie node i's whole subtree is accepted from the state at depth i.depth - 1 without
-  // visiting it: its plain height or its text height is within the state's run.
+  // visiting it: its plain height or its text height is within the state's run, or its bytes' classes
+  // are all loop classes of the state (every token of it stays in the state, alive).
   bool accepts_subtree(const VocabTrie& trie, uint32_t i);
   // The same for node i and the text siblings after it (VocabTrie::text_span_end), up to `limit`: the
   // node index where the accepted run ends (i when nothing is accepted). Its tokens are
@@ -113,6 +120,13 @@ class StateWalker {
     }
   };
   std::unordered_set<std::pair<StateTable::State, uint64_t>, CheckedHash> checked_;
+  // loops_all: per state met, the classes known to loop and known not to, in a small direct-mapped
+  // table (a walk alternates between a few states; a hash map look-up per node cost more).
+  struct Loops {
+    StateTable::State state = StateTable::kNone;
+    uint64_t loop = 0, fail = 0;
+  };
+  std::array<Loops, 64> loops_{};
 };
 
 }  // namespace keel::grammar

@@ -1,6 +1,7 @@
 #include "grammar/vocab_trie.h"
 
 #include <algorithm>
+#include <array>
 
 #include "base/utf8.h"
 #include "grammar/text_counts.h"
@@ -43,6 +44,10 @@ VocabTrie::VocabTrie(Vocabulary vocab) : vocab_(std::move(vocab)) {
     if (!pure[i]) pure[p] = 0;
     height[p] = std::max(height[p], height[i] + 1);
   }
+  subtree_classes_.resize(nodes_.size());
+  for (size_t i = 0; i < nodes_.size(); ++i) subtree_classes_[i] = uint64_t{1} << byte_class(nodes_[i].byte);
+  for (size_t i = nodes_.size(); i-- > 0;)
+    if (parents_[i] != kNoParent) subtree_classes_[parents_[i]] |= subtree_classes_[i];
   plain_height_.resize(nodes_.size());
   for (size_t i = 0; i < nodes_.size(); ++i) plain_height_[i] = pure[i] ? static_cast<uint8_t>(std::min(height[i], 255u)) : 0;
   // Text heights, descendants first (reverse preorder): a character-start node is text when the
@@ -111,6 +116,27 @@ VocabTrie::~VocabTrie() = default;
 
 
 // Node for the common prefix of length `depth` shared by sorted[lo, hi).
+uint8_t VocabTrie::byte_class(uint8_t b) {
+  static const std::array<uint8_t, 256> table = [] {
+    std::array<uint8_t, 256> t{};
+    uint8_t punct = 5;  // the 33 printable ASCII bytes that are not letters or digits: 5..37
+    for (int c = 0; c < 256; ++c) {
+      if (c < 0x20) t[c] = 38;
+      else if (c >= '0' && c <= '9') t[c] = 0;
+      else if (c >= 'a' && c <= 'f') t[c] = 1;
+      else if (c >= 'g' && c <= 'z') t[c] = 2;
+      else if (c >= 'A' && c <= 'F') t[c] = 3;
+      else if (c >= 'G' && c <= 'Z') t[c] = 4;
+      else if (c < 0x7f) t[c] = punct++;
+      else if (c == 0x7f) t[c] = 39;
+      else if (c < 0xc0) t[c] = 40;
+      else t[c] = 41;
+    }
+    return t;
+  }();
+  return table[b];
+}
+
 void VocabTrie::build(const std::vector<int32_t>& sorted, size_t lo, size_t hi, uint32_t depth, uint32_t parent) {
   const auto index = static_cast<uint32_t>(nodes_.size());
   parents_.push_back(parent);

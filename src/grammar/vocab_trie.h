@@ -74,6 +74,15 @@ class VocabTrie {
   // holds a '"' token, say) most children usually are.
   uint32_t text_span_end(uint32_t i) const { return text_span_end_[i]; }
   uint8_t text_span_height(uint32_t i) const { return text_span_height_[i]; }
+  // Byte classes (session 9, loop classes): digits, a-f, g-z, A-F, G-Z, each other printable ASCII
+  // byte alone, control bytes, DEL, UTF-8 continuation bytes, UTF-8 lead and invalid bytes — so the
+  // classes a pattern's character classes loop on (`[a-z0-9_]`, `\d`, "anything but '/'") are unions
+  // of them. subtree_classes(i): the classes of every byte in node i's subtree, node i's own included.
+  // A walk standing in a state where every byte of those classes leads back to the state itself
+  // accepts the subtree without visiting it (StateWalker::loop_classes).
+  static constexpr uint32_t kByteClasses = 42;
+  static uint8_t byte_class(uint8_t b);
+  uint64_t subtree_classes(uint32_t i) const { return subtree_classes_[i]; }
   // First token (in token_ids() order) at or after node index i (token_ids().size() at the end).
   uint32_t tok_begin_at(uint32_t i) const {
     return i < nodes_.size() ? nodes_[i].tok_begin : static_cast<uint32_t>(token_ids_.size());
@@ -103,6 +112,7 @@ class VocabTrie {
   std::vector<uint8_t> text_height_;
   std::vector<uint32_t> text_span_end_;
   std::vector<uint8_t> text_span_height_;
+  std::vector<uint64_t> subtree_classes_;
   std::vector<uint8_t> is_eos_;
   std::vector<uint32_t> token_bits_;
   std::vector<uint32_t> sibling_, sibling_slot_;
