@@ -116,20 +116,7 @@ uint32_t TokenMaskCache::note_first_byte_target(StateTable::State t, StateTable:
 
 PositionMask TokenMaskCache::classify(uint32_t pos) {
   const auto& nodes = trie_->nodes();
-  const auto& ids = trie_->token_ids();
-  // Accepted trie token indices as ascending [begin, end) ranges: a preorder walk accepts whole
-  // subtrees, whose tokens are contiguous, so neighbouring ranges merge.
-  std::vector<std::pair<uint32_t, uint32_t>> accepted;
-  size_t n_accepted = 0;
-  auto accept = [&](uint32_t b, uint32_t e) {
-    if (b == e) return;
-    n_accepted += e - b;
-    if (!accepted.empty() && accepted.back().second == b) {
-      accepted.back().second = e;
-    } else {
-      accepted.emplace_back(b, e);
-    }
-  };
+  AcceptedRanges accepted;
   PositionMask out;
   std::unique_ptr<EarleyParser> seeded = take_parser(pos);
   EarleyParser& parser = *seeded;
@@ -144,7 +131,7 @@ PositionMask TokenMaskCache::classify(uint32_t pos) {
       // of a string state is mostly skips, and each one waited for that node).
       __builtin_prefetch(&nodes[std::min<size_t>(node.subtree_end, nodes.size() - 1)]);
       if (const uint32_t e = walk.accepted_until(*trie_, i, static_cast<uint32_t>(nodes.size())); e != i) {
-        accept(node.tok_begin, trie_->tok_begin_at(e));
+        accepted.add(node.tok_begin, trie_->tok_begin_at(e));
         i = e;
         continue;
       }
@@ -161,31 +148,36 @@ PositionMask TokenMaskCache::classify(uint32_t pos) {
       }
       if (rule_ended.size() <= node.depth) rule_ended.resize(node.depth + 1);
       rule_ended[node.depth] = rule_ended[d] | static_cast<uint8_t>((step.flags & StateTable::kSeedEnd) != 0);
-      accept(node.tok_begin, node.tok_end);
+      accepted.add(node.tok_begin, node.tok_end);
       ++i;
     }
   }
   give_back(std::move(seeded));  // the walker has popped what it pushed
-  if (2 * n_accepted > ids.size()) {
+  accepted.store(*trie_, n_mask_words(), out);
+  return out;
+}
+
+void AcceptedRanges::store(const VocabTrie& trie, size_t n_words, PositionMask& out) const {
+  const auto& ids = trie.token_ids();
+  if (2 * n_ > ids.size()) {
     // Most tokens accepted (a string or key body): clear the few gaps from the set of every trie
     // token instead of setting each accepted one.
-    out.accepted_bits = trie_->token_bits();
+    out.accepted_bits = trie.token_bits();
     uint32_t prev = 0;
-    for (auto [b, e] : accepted) {
-      trie_->mark_tokens(out.accepted_bits, prev, b, /*set=*/false);
+    for (auto [b, e] : ranges_) {
+      trie.mark_tokens(out.accepted_bits, prev, b, /*set=*/false);
       prev = e;
     }
-    trie_->mark_tokens(out.accepted_bits, prev, static_cast<uint32_t>(ids.size()), /*set=*/false);
-  } else if (n_accepted >= n_mask_words()) {
-    out.accepted_bits.assign(n_mask_words(), 0);
-    for (auto [b, e] : accepted) trie_->mark_tokens(out.accepted_bits, b, e);
+    trie.mark_tokens(out.accepted_bits, prev, static_cast<uint32_t>(ids.size()), /*set=*/false);
+  } else if (n_ >= n_words) {
+    out.accepted_bits.assign(n_words, 0);
+    for (auto [b, e] : ranges_) trie.mark_tokens(out.accepted_bits, b, e);
   } else {
-    out.accepted_ids.reserve(n_accepted);
-    for (auto [b, e] : accepted)
+    out.accepted_ids.reserve(n_);
+    for (auto [b, e] : ranges_)
       for (uint32_t t = b; t < e; ++t) out.accepted_ids.push_back(ids[t]);
     std::sort(out.accepted_ids.begin(), out.accepted_ids.end());
   }
-  return out;
 }
 
 std::unique_ptr<EarleyParser> TokenMaskCache::take_parser(uint32_t pos) {

@@ -41,6 +41,28 @@
 
 namespace keel::grammar {
 
+// Accepted trie-token ranges of one classification, gathered in the trie's preorder (a walk accepts
+// whole subtrees, whose tokens are contiguous, so neighbouring ranges merge), then stored as a
+// PositionMask's accepted set: the trie's tokens with the gaps cleared when most are taken, a bitset
+// when at least a word's worth, else sorted ids.
+class AcceptedRanges {
+ public:
+  void add(uint32_t begin, uint32_t end) {
+    if (begin == end) return;
+    n_ += end - begin;
+    if (!ranges_.empty() && ranges_.back().second == begin) {
+      ranges_.back().second = end;
+    } else {
+      ranges_.emplace_back(begin, end);
+    }
+  }
+  void store(const VocabTrie& trie, size_t n_words, PositionMask& out) const;
+
+ private:
+  std::vector<std::pair<uint32_t, uint32_t>> ranges_;  // ascending [begin, end) trie token indices
+  size_t n_ = 0;
+};
+
 class TokenMaskCache {
  public:
   // mask_budget_bytes bounds the finished masks kept per state (oldest dropped first). shared: the

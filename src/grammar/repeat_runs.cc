@@ -255,44 +255,12 @@ struct Repeat {
   bool text;           // every text character is one item: text subtrees are taken by height
 };
 
-// Accepted trie-token ranges stored as TokenMaskCache::classify stores them: the trie's tokens with
-// the gaps cleared when most are taken, a bitset when at least a word's worth, else sorted ids.
-void store_accepted(const VocabTrie& trie, const std::vector<std::pair<uint32_t, uint32_t>>& accepted,
-                    size_t n_accepted, size_t n_words, PositionMask& out) {
-  const auto& ids = trie.token_ids();
-  if (2 * n_accepted > ids.size()) {
-    out.accepted_bits = trie.token_bits();
-    uint32_t prev = 0;
-    for (auto [b, e] : accepted) {
-      trie.mark_tokens(out.accepted_bits, prev, b, /*set=*/false);
-      prev = e;
-    }
-    trie.mark_tokens(out.accepted_bits, prev, static_cast<uint32_t>(ids.size()), /*set=*/false);
-  } else if (n_accepted >= n_words) {
-    out.accepted_bits.assign(n_words, 0);
-    for (auto [b, e] : accepted) trie.mark_tokens(out.accepted_bits, b, e);
-  } else {
-    for (auto [b, e] : accepted) out.accepted_ids.insert(out.accepted_ids.end(), ids.begin() + b, ids.begin() + e);
-    std::sort(out.accepted_ids.begin(), out.accepted_ids.end());
-  }
-}
-
 // Position p's classification: p stands before `repeat close`, then its rule ends.
 PositionMask classify_start(const TokenMaskCache& masks, const Repeat& rep, const ByteSet& close) {
   const VocabTrie& trie = masks.trie();
   const auto& nodes = trie.nodes();
   PositionMask out;
-  std::vector<std::pair<uint32_t, uint32_t>> accepted;
-  size_t n_accepted = 0;
-  auto accept = [&](uint32_t b, uint32_t e) {
-    if (b == e) return;
-    n_accepted += e - b;
-    if (!accepted.empty() && accepted.back().second == b) {
-      accepted.back().second = e;
-    } else {
-      accepted.emplace_back(b, e);
-    }
-  };
+  AcceptedRanges accepted;
   // [depth]: automaton state and whole items after the path to that depth.
   std::vector<uint16_t> state(1, 0);
   std::vector<uint32_t> items(1, 0);
@@ -305,7 +273,7 @@ PositionMask classify_start(const TokenMaskCache& masks, const Repeat& rep, cons
     if (at == 0 && rep.text && trie.text_height(i) > 0 &&
         (rep.max_count == kUnbounded || whole + trie.text_span_height(i) <= rep.max_count)) {
       const uint32_t e = trie.text_span_end(i);
-      accept(node.tok_begin, trie.tok_begin_at(e));
+      accepted.add(node.tok_begin, trie.tok_begin_at(e));
       i = e;
       continue;
     }
@@ -313,7 +281,7 @@ PositionMask classify_start(const TokenMaskCache& masks, const Repeat& rep, cons
       // The closing byte after `whole` items: the rule ends here when that count is allowed, and
       // what follows it is the context's.
       if (rep.counts.has[whole]) {
-        accept(node.tok_begin, node.tok_end);
+        accepted.add(node.tok_begin, node.tok_end);
         for (uint32_t c = i + 1; c < node.subtree_end; c = nodes[c].subtree_end)
           if (trie.subtree_tok_begin(c) < trie.subtree_tok_end(c)) out.uncertain.push_back(c);
       }
@@ -335,7 +303,7 @@ PositionMask classify_start(const TokenMaskCache& masks, const Repeat& rep, cons
       i = node.subtree_end;
       continue;
     }
-    accept(node.tok_begin, node.tok_end);
+    accepted.add(node.tok_begin, node.tok_end);
     if (state.size() <= node.depth) {
       state.resize(node.depth + 1);
       items.resize(node.depth + 1);
@@ -344,7 +312,7 @@ PositionMask classify_start(const TokenMaskCache& masks, const Repeat& rep, cons
     items[node.depth] = now;
     ++i;
   }
-  store_accepted(trie, accepted, n_accepted, masks.n_mask_words(), out);
+  accepted.store(trie, masks.n_mask_words(), out);
   return out;
 }
 

@@ -32,13 +32,6 @@ const char* kInstance =
     R"("body":"The quick brown fox jumps over the lazy dog again and again, every day of the week; )"
     R"(a long body with tabs\t and emoji 🎉🎉 in it.","tags":["a","bb ccc dddd","eeeeeeeeeeeeeeeeeeee ffff"]})";
 
-std::set<int32_t> accepted(const PositionMask& m, const VocabTrie& trie) {
-  std::set<int32_t> out(m.accepted_ids.begin(), m.accepted_ids.end());
-  for (int32_t id = 0; id < trie.vocab().n_vocab(); ++id)
-    if (!m.accepted_bits.empty() && (m.accepted_bits[id >> 5] >> (id & 31) & 1u)) out.insert(id);
-  return out;
-}
-
 void check_vocabulary(const std::string& name) {
   RealVocab v = load_real_vocab(name);
   ASSERT_NE(v.trie, nullptr);

@@ -65,7 +65,9 @@ void check_vocabulary(const std::string& name) {
         for (int b = 0; b < 256; ++b) {
           bool top = false;
           for (uint32_t n = 0; n < nodes.size(); n = nodes[n].subtree_end) top |= nodes[n].byte == b;
-          if (top) ASSERT_EQ(kept->at[b], at[b]) << name << " step " << i << " byte " << b;
+          if (top) {
+            ASSERT_EQ(kept->at[b], at[b]) << name << " step " << i << " byte " << b;
+          }
         }
         std::vector<uint32_t> want = reference_mask(**g, *v.trie, prefix);
         for (int32_t e : v.trie->vocab().eos_ids) want[e >> 5] &= ~(1u << (e & 31));

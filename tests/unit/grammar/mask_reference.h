@@ -7,6 +7,7 @@
 
 #include <fstream>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "common/test_paths.h"
 #include "grammar/compiled_grammar.h"
 #include "grammar/earley.h"
+#include "grammar/shared_classes.h"
 #include "grammar/vocab_trie.h"
 #include "tokenizer/tokenizer.h"
 
@@ -86,6 +88,14 @@ inline int count_differences(const std::vector<uint32_t>& a, const std::vector<u
   int n = 0;
   for (size_t w = 0; w < a.size(); ++w) n += __builtin_popcount(a[w] ^ b[w]);
   return n;
+}
+
+// The token ids a classification accepts outright, from its bitset or its id list.
+inline std::set<int32_t> accepted(const PositionMask& m, const VocabTrie& trie) {
+  std::set<int32_t> out(m.accepted_ids.begin(), m.accepted_ids.end());
+  for (int32_t id = 0; id < trie.vocab().n_vocab(); ++id)
+    if (!m.accepted_bits.empty() && (m.accepted_bits[id >> 5] >> (id & 31) & 1u)) out.insert(id);
+  return out;
 }
 
 }  // namespace keel::grammar::test

@@ -50,13 +50,6 @@ double cpu_ms() {
   return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
 }
 
-std::set<int32_t> accepted(const PositionMask& m, const VocabTrie& trie) {
-  std::set<int32_t> out(m.accepted_ids.begin(), m.accepted_ids.end());
-  for (int32_t id = 0; id < trie.vocab().n_vocab(); ++id)
-    if (!m.accepted_bits.empty() && (m.accepted_bits[id >> 5] >> (id & 31) & 1u)) out.insert(id);
-  return out;
-}
-
 void check_vocabulary(const std::string& name) {
   RealVocab v = load_real_vocab(name);
   ASSERT_NE(v.trie, nullptr);

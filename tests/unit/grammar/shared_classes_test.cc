@@ -41,13 +41,6 @@ pair ::= "b" "a"
 two ::= "x" "a" "b"
 more ::= more "a" "b" | "c")";
 
-std::set<int32_t> accepted(const PositionMask& m, const VocabTrie& trie) {
-  std::set<int32_t> out(m.accepted_ids.begin(), m.accepted_ids.end());
-  for (int32_t id = 0; id < trie.vocab().n_vocab(); ++id)
-    if (!m.accepted_bits.empty() && (m.accepted_bits[id >> 5] >> (id & 31) & 1u)) out.insert(id);
-  return out;
-}
-
 // Every position before a symbol, classified by a cache sharing nothing (keys longer than 0 bytes
 // are not shared) and by one whose positions share through their keys; returns how many positions
 // found their classification made for another position.
