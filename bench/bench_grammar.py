@@ -12,6 +12,7 @@ $KEEL_CACHE_DIR/testdata/tokenizer, made from the vocab GGUFs llama.cpp ships in
     first request of a schema, lazily built per-position tables included. keel runs twice: through one
     GrammarStore as keel serve does (a schema's cold masks may reuse classifications earlier schemas
     made) and "isolated" (a fresh mask cache per schema, nothing shared).
+Needs `python3 -m pip install -r bench/requirements.txt` (llguidance and its transformers bridge).
 xgrammar (0.2.9) needs torch; when this interpreter cannot import it, --xgrammar-python names one that
 can (e.g. a venv made with --system-site-packages), which runs that part in a child process.
 
