@@ -80,6 +80,7 @@ class ProxyRequest : public std::enable_shared_from_this<ProxyRequest> {
   int64_t work_ = 0;  // this attempt's cost, counted in replica_->work until release_replica
   bool has_group_ = false;      // the prompt has keys: group_ is its group (policy.h, kGroupTokens)
   uint64_t group_ = 0;
+  size_t group_index_ = 0;      // group_'s position in keys_ (announced prompts are matched there)
   bool group_counted_ = false;  // this attempt is counted in the service's group table
   std::shared_ptr<UpstreamCall> call_;
   int64_t attempt_start_us_ = 0;

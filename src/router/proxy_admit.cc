@@ -93,7 +93,8 @@ void ProxyRequest::compute_keys() {
   if (keys_->empty()) return;
   // The key that covers the prompt's first kGroupTokens tokens (or all of a shorter prompt).
   const int64_t keys_for_group = (kGroupTokens + slots_per_key_ - 1) / slots_per_key_;
-  group_ = (*keys_)[static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(keys_->size()), keys_for_group) - 1)];
+  group_index_ = static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(keys_->size()), keys_for_group) - 1);
+  group_ = (*keys_)[group_index_];
   has_group_ = true;
 }
 
@@ -157,10 +158,7 @@ ReplicaPtr ProxyRequest::choose() {
   // instance alone sees only its share of a burst and would queue that many more at the holder.
   int64_t group_recent = has_group_ ? svc_.group_recent_locked(group_, now_ms - window_ms) : 0;
   if (has_group_) {
-    const int64_t keys_for_group = (kGroupTokens + slots_per_key_ - 1) / slots_per_key_;
-    const auto group_index =
-        static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(keys_->size()), keys_for_group) - 1);
-    group_recent = std::max(group_recent, svc_.index().announced_since(group_index, group_, t0 - window_ms * 1000));
+    group_recent = std::max(group_recent, svc_.index().announced_since(group_index_, group_, t0 - window_ms * 1000));
   }
   const double group_expected = has_group_ ? svc_.group_expected_locked(group_, now_ms, window_ms, group_recent) : 0;
   Pick pick = svc_.policy().pick(RouteRequest{.n_keys = n_keys,
