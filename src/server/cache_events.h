@@ -55,6 +55,8 @@ class CacheEventPublisher {
   void add_routes(http::Router& router);
   // Any thread; cheap when no subscriber asked for pending events.
   void publish_pending(std::vector<int32_t> prompt);
+  // Whether some subscriber asked for pending events (a caller may skip building a prompt's copy).
+  bool announcing() const { return any_wants_pending_.load(std::memory_order_relaxed); }
   // Any thread; wakes the pump only when a subscriber asked.
   void publish_load(LoadNote load);
   void start();

@@ -24,10 +24,13 @@ class PendingAnnouncingEngine final : public sched::Engine {
   PendingAnnouncingEngine(sched::Engine& inner, CacheEventPublisher& feed) : inner_(inner), feed_(feed) {}
 
   Status submit(sched::GenerateRequest request, sched::EventSink sink) override {
-    const auto& prompt = request.prompt;
-    std::vector<int32_t> head(
-        prompt.begin(),
-        prompt.begin() + static_cast<std::ptrdiff_t>(std::min(prompt.size(), CacheEventPublisher::kMaxPendingTokens)));
+    // The prompt's head, copied only while a subscriber asked for pending events (the request moves on).
+    std::vector<int32_t> head;
+    if (feed_.announcing()) {
+      const auto& prompt = request.prompt;
+      head.assign(prompt.begin(), prompt.begin() + static_cast<std::ptrdiff_t>(std::min(
+                                                       prompt.size(), CacheEventPublisher::kMaxPendingTokens)));
+    }
     // Counted before the submit: the engine may finish it on its own thread before submit returns.
     auto req = std::make_shared<Outstanding>(std::max<int32_t>(request.n, 1));
     count_->fetch_add(1);
