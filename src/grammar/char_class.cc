@@ -203,6 +203,19 @@ bool CharClass::contains(uint32_t cp) const {
   return it != ranges_.begin() && std::prev(it)->hi >= cp;
 }
 
+std::string_view json_short_escape(uint32_t cp) {
+  switch (cp) {
+    case '"': return "\\\"";
+    case '\\': return "\\\\";
+    case '\b': return "\\b";
+    case '\f': return "\\f";
+    case '\n': return "\\n";
+    case '\r': return "\\r";
+    case '\t': return "\\t";
+    default: return {};
+  }
+}
+
 Symbol emit_char_class(GrammarBuilder& b, const CharClass& cls, CharEncoding enc) {
   if (cls.empty()) return b.never("no_char");
   std::vector<ByteSeq> alts;
@@ -215,27 +228,19 @@ Symbol emit_char_class(GrammarBuilder& b, const CharClass& cls, CharEncoding enc
   std::vector<CharClass::Range> ascii;  // raw characters up to 0x5C, as runs (added at once below)
   for (const CharClass::Range& r : cls.ranges()) {
     for (uint32_t cp = r.lo; cp <= std::min<uint32_t>(r.hi, 0x5C); ++cp) {
-      switch (cp) {
-        case '"': alts.push_back(literal_seq("\\\"")); break;
-        case '\\': alts.push_back(literal_seq("\\\\")); break;
-        case '\b': alts.push_back(literal_seq("\\b")); break;
-        case '\f': alts.push_back(literal_seq("\\f")); break;
-        case '\n': alts.push_back(literal_seq("\\n")); break;
-        case '\r': alts.push_back(literal_seq("\\r")); break;
-        case '\t': alts.push_back(literal_seq("\\t")); break;
-        default:
-          if (cp < 0x20) {
-            ByteSeq s = literal_seq(fmt::format("\\u00{:X}", cp >> 4));
-            ByteSet low;
-            low.set(static_cast<uint8_t>(fmt::format("{:X}", cp & 15)[0]));
-            low.set(static_cast<uint8_t>(fmt::format("{:x}", cp & 15)[0]));
-            s.push_back(low);
-            alts.push_back(std::move(s));
-          } else if (!ascii.empty() && ascii.back().hi + 1 == cp) {
-            ascii.back().hi = cp;
-          } else {
-            ascii.push_back({cp, cp});
-          }
+      if (const std::string_view esc = json_short_escape(cp); !esc.empty()) {
+        alts.push_back(literal_seq(esc));
+      } else if (cp < 0x20) {
+        ByteSeq s = literal_seq(fmt::format("\\u00{:X}", cp >> 4));
+        ByteSet low;
+        low.set(static_cast<uint8_t>(fmt::format("{:X}", cp & 15)[0]));
+        low.set(static_cast<uint8_t>(fmt::format("{:x}", cp & 15)[0]));
+        s.push_back(low);
+        alts.push_back(std::move(s));
+      } else if (!ascii.empty() && ascii.back().hi + 1 == cp) {
+        ascii.back().hi = cp;
+      } else {
+        ascii.push_back({cp, cp});
       }
     }
     if (r.hi > 0x5C) raw.add(std::max<uint32_t>(r.lo, 0x5D), r.hi);

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "grammar/grammar.h"
@@ -41,6 +42,10 @@ enum class CharEncoding {
   kJsonString,  // inside a JSON string, canonically: '"' and '\' escaped, control characters as
                 // \b \f \n \r \t or \u00XX (lowercase or uppercase hex), everything else raw UTF-8
 };
+
+// The two-character JSON escape of `cp` (\" \\ \b \f \n \r \t), or empty: the other characters'
+// canonical spelling is \u00XX below 0x20, raw UTF-8 otherwise (CharEncoding::kJsonString).
+std::string_view json_short_escape(uint32_t cp);
 
 // One symbol matching exactly one character of `cls` in the given encoding (never() if empty).
 Symbol emit_char_class(GrammarBuilder& b, const CharClass& cls, CharEncoding enc);

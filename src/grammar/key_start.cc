@@ -37,23 +37,15 @@ std::optional<std::vector<std::string>> key_closers(const std::vector<std::strin
     while (pos < name.size()) {
       const size_t at = pos;
       if (!decode_utf8(name, &pos, &cp)) return std::nullopt;
-      switch (cp) {
-        case '"': s += "\\\""; break;
-        case '\\': s += "\\\\"; break;
-        case '\b': s += "\\b"; break;
-        case '\f': s += "\\f"; break;
-        case '\n': s += "\\n"; break;
-        case '\r': s += "\\r"; break;
-        case '\t': s += "\\t"; break;
-        default:
-          if (cp < 0x20) {
-            if ((cp & 15) >= 10) return std::nullopt;  // \u001A and \u001a: two spellings
-            s += "\\u00";
-            s += static_cast<char>('0' + (cp >> 4));
-            s += static_cast<char>('0' + (cp & 15));
-          } else {
-            s.append(name, at, pos - at);
-          }
+      if (const std::string_view esc = json_short_escape(cp); !esc.empty()) {
+        s += esc;
+      } else if (cp < 0x20) {
+        if ((cp & 15) >= 10) return std::nullopt;  // \u001A and \u001a: two spellings
+        s += "\\u00";
+        s += static_cast<char>('0' + (cp >> 4));
+        s += static_cast<char>('0' + (cp & 15));
+      } else {
+        s.append(name, at, pos - at);
       }
     }
     s += '"';
