@@ -224,10 +224,18 @@ class CacheAware final : public Policy {
       if (within(c[i]) && (holder_in < 0 || less_busy(c[i], c[static_cast<size_t>(holder_in)]))) holder_in = idx;
       if (in_scope(c[i]) && (holder < 0 || less_busy(c[i], c[static_cast<size_t>(holder)]))) holder = idx;
     }
+    // A burst: the bar's arrivals of the group within the window, and the group holds at least burst_share
+    // of the in-scope requests in flight (a Poisson clump of one group among many is not one).
+    // The bar: burst_arrivals, raised by what the group's own rate makes usual in the window.
+    const auto bar = std::min<int64_t>(
+        kMaxBurstArrivals, config_.burst_arrivals + static_cast<int64_t>(std::ceil(config_.burst_rate_factor *
+                                                                                   std::max(req.group_expected, 0.0))));
+    const bool burst = req.group_recent >= bar &&
+                       static_cast<double>(req.group_in_flight) >= config_.burst_share * static_cast<double>(total);
     if (holder_in >= 0) {
-      // Few holders: the group's home among the allowed equal holders while its queue is under one
-      // cold prefill of this request; else the least busy.
-      if (config_.home_holder && req.group != 0) {
+      // Few holders, outside bursts: the group's home among the allowed equal holders while its queue
+      // is under one cold prefill of this request; else (and in a burst) the least busy.
+      if (config_.home_holder && req.group != 0 && !burst) {
         int32_t home = -1;
         for (size_t i = 0; i < c.size(); ++i) {
           if (!equal(c[i]) || !within(c[i])) continue;
@@ -258,14 +266,6 @@ class CacheAware final : public Policy {
         target = static_cast<int32_t>(i);
       }
     }
-    // A burst: the bar's arrivals of the group within the window, and the group holds at least burst_share
-    // of the in-scope requests in flight (a Poisson clump of one group among many is not one).
-    // The bar: burst_arrivals, raised by what the group's own rate makes usual in the window.
-    const auto bar = std::min<int64_t>(
-        kMaxBurstArrivals, config_.burst_arrivals + static_cast<int64_t>(std::ceil(config_.burst_rate_factor *
-                                                                                   std::max(req.group_expected, 0.0))));
-    const bool burst = req.group_recent >= bar &&
-                       static_cast<double>(req.group_in_flight) >= config_.burst_share * static_cast<double>(total);
     if (holder >= 0 && !burst) {
       const CandidateView& h = c[static_cast<size_t>(holder)];
       // Every holder is still prefilling the prefix: queue behind that prefill, never a second one.
