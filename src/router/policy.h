@@ -171,9 +171,11 @@ struct CacheAwareConfig {
   // cost on h) to reach the spill's extra prefill (cost on the target - cost on h): a group of a request
   // or two whose holder is busy with other groups' work queues there (within spill_slack) instead of
   // being copied, as sglang-router keeps it; a group whose own queue would pay for a copy spreads.
-  bool hold_prefilling = true;
-  bool group_need = true;
-  bool home_holder = true;
+  // Off by default: on the device (docs/performance.md, Session 10) they cut no cold prefills; the
+  // holders' slack, not the cost test, made most copies there.
+  bool hold_prefilling = false;
+  bool group_need = false;
+  bool home_holder = false;
 
   Status validate() const;
   // Cost (tokens) of a request of n_keys keys on a replica holding `match` of them.

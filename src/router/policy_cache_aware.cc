@@ -74,13 +74,13 @@
 //   - the cost test itself: h's queue grows by every request it takes, so a hot prefix held by one
 //     replica spills once h's work passes F x (the extra prefill + a's work); a's copy then makes a an
 //     equal holder, and the least busy holder takes the next request (CacheAwareCost.*).
-// Few holders (hold_prefilling, group_need, home_holder; docs/router.md guard 6): outside bursts a group
-// stays on as few replicas as its own load needs. No cost spill while every holder is still prefilling
-// the prefix (a batching replica serves the follower right after it; a spill is a second cold prefill),
-// nor while the group's own requests in flight would not pay for the copy's extra prefill (a tail group
-// on a holder busy with other groups queues there); and among allowed equal holders the group's home
-// (a hash of group and replica id) takes it while its work is under one cold prefill, so the copies a
-// burst made go idle and are evicted first under cache pressure. Slack and the burst guard still apply.
+// Few holders (hold_prefilling, group_need, home_holder; off by default, docs/router.md guard 6): outside bursts a
+// group stays on as few replicas as its own load needs. No cost spill while every holder is still prefilling the prefix
+// (a batching replica serves the follower right after it; a spill is a second cold prefill), nor while the group's own
+// requests in flight would not pay for the copy's extra prefill (a tail group on a holder busy with other groups queues
+// there); and among allowed equal holders the group's home (a hash of group and replica id) takes it while its work is
+// under one cold prefill, so the copies a burst made go idle and are evicted first under cache pressure. Slack and the
+// burst guard still apply.
 #include <algorithm>
 #include <atomic>
 #include <cmath>

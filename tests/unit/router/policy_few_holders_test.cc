@@ -1,7 +1,7 @@
-// cache_aware's few-holders rules (CacheAwareConfig::hold_prefilling, group_need, home_holder; all on by
-// default): a prompt group stays on as few replicas as its own load needs. A follower of a prefix that
-// every holder is still prefilling queues behind that prefill; a group whose own requests in flight
-// would not pay for a second cold prefill queues on its busy holder; among equal holders the group's
+// cache_aware's few-holders rules (CacheAwareConfig::hold_prefilling, group_need, home_holder; off by
+// default, --hold-prefilling --group-need --home-holder): a prompt group stays on as few replicas as its own load
+// needs. A follower of a prefix that every holder is still prefilling queues behind that prefill; a group whose own
+// requests in flight would not pay for a second cold prefill queues on its busy holder; among equal holders the group's
 // home takes the request while its work is under one cold prefill. Bursts still spread (count bound).
 #include <gtest/gtest.h>
 
@@ -17,18 +17,20 @@ namespace {
 
 using namespace bench_prompt;  // kKeys, kShared, kCold, kWarm
 
-constexpr CacheAwareConfig kOld{.hold_prefilling = false, .group_need = false, .home_holder = false};
+constexpr CacheAwareConfig kOld{};  // the default: Session 9's rules
+constexpr CacheAwareConfig kFew{.hold_prefilling = true, .group_need = true, .home_holder = true};
 constexpr uint64_t kGroup = 0x5eed;
 
 RouteRequest request(int64_t group_in_flight, int64_t group_recent = 0) {
   return {.n_keys = kKeys, .group_in_flight = group_in_flight, .group_recent = group_recent, .group = kGroup};
 }
 
-TEST(CacheAwareFewHolders, OnByDefault) {
+// Off by default: on the device (docs/performance.md, Session 10) they did not cut the cold prefills.
+TEST(CacheAwareFewHolders, OffByDefault) {
   const CacheAwareConfig d{};
-  EXPECT_TRUE(d.hold_prefilling);
-  EXPECT_TRUE(d.group_need);
-  EXPECT_TRUE(d.home_holder);
+  EXPECT_FALSE(d.hold_prefilling);
+  EXPECT_FALSE(d.group_need);
+  EXPECT_FALSE(d.home_holder);
 }
 
 // The hot group's first prompt is being prefilled on replica 0 (matched only as a prompt in flight:
@@ -40,15 +42,15 @@ TEST(CacheAwareFewHolders, AFollowerOfAPrefixStillPrefilledQueuesBehindIt) {
   std::vector<CandidateView> c = {{.load = 9, .work = work, .match = kShared, .cached = 0, .id = 1},
                                   {.load = 0, .id = 2}};
   EXPECT_EQ(make_cache_aware(kOld)->pick(request(9), c).index, 1);
-  const Pick held = make_cache_aware({})->pick(request(9), c);
+  const Pick held = make_cache_aware(kFew)->pick(request(9), c);
   EXPECT_EQ(held.index, 0);
   EXPECT_EQ(held.decision, Decision::kWarmQueue);
   c[0].cached = kShared;  // stored: a queue of nine of the group pays for a copy
-  EXPECT_EQ(make_cache_aware({})->pick(request(9), c).index, 1);
+  EXPECT_EQ(make_cache_aware(kFew)->pick(request(9), c).index, 1);
   // Only while slack is left: past cap + spill_slack the holder spills whatever it holds.
   c[0].cached = 0;
   c[0].load = 2 + kDefaults.spill_slack;
-  EXPECT_EQ(make_cache_aware({})->pick(request(9), c).index, 1);
+  EXPECT_EQ(make_cache_aware(kFew)->pick(request(9), c).index, 1);
 }
 
 // A tail group (no other request in flight) whose holder is busy with another group's queue: the old
@@ -58,11 +60,11 @@ TEST(CacheAwareFewHolders, AFollowerOfAPrefixStillPrefilledQueuesBehindIt) {
 TEST(CacheAwareFewHolders, AGroupIsCopiedOnlyWhenItsOwnQueuePaysForIt) {
   std::vector<CandidateView> c = {{.load = 10, .work = 14 * kWarm, .match = kShared, .id = 1}, {.load = 0, .id = 2}};
   EXPECT_EQ(make_cache_aware(kOld)->pick(request(0), c).index, 1);
-  const Pick kept = make_cache_aware({})->pick(request(0), c);
+  const Pick kept = make_cache_aware(kFew)->pick(request(0), c);
   EXPECT_EQ(kept.index, 0);
   EXPECT_EQ(kept.decision, Decision::kWarmQueue);
-  EXPECT_EQ(make_cache_aware({})->pick(request(3), c).index, 0);  // 4 x 31 = 124 < 127
-  EXPECT_EQ(make_cache_aware({})->pick(request(4), c).index, 1);  // 5 x 31 = 155
+  EXPECT_EQ(make_cache_aware(kFew)->pick(request(3), c).index, 0);  // 4 x 31 = 124 < 127
+  EXPECT_EQ(make_cache_aware(kFew)->pick(request(4), c).index, 1);  // 5 x 31 = 155
 }
 
 // Equal holders within the count bound: the old rule takes the least busy; with home_holder the
@@ -73,7 +75,7 @@ TEST(CacheAwareFewHolders, EqualHoldersFavourTheGroupsHomeUntilItsQueueCostsACol
                                   {.load = 1, .work = kWarm, .match = kShared, .id = 2},
                                   {.load = 1, .work = kWarm, .match = kShared, .id = 3},
                                   {.load = 1, .work = kWarm, .match = kShared, .id = 4}};
-  auto policy = make_cache_aware({});
+  auto policy = make_cache_aware(kFew);
   const uint64_t home = c[static_cast<size_t>(policy->pick(request(1), c).index)].id;
   std::vector<CandidateView> reversed(c.rbegin(), c.rend());
   EXPECT_EQ(reversed[static_cast<size_t>(policy->pick(request(1), reversed).index)].id, home);
@@ -94,7 +96,7 @@ TEST(CacheAwareFewHolders, EqualHoldersFavourTheGroupsHomeUntilItsQueueCostsACol
   for (uint64_t g = 1; g <= 64; ++g) {
     RouteRequest r = request(1);
     r.group = g;
-    ++homes[static_cast<size_t>(c[static_cast<size_t>(make_cache_aware({})->pick(r, c).index)].id)];
+    ++homes[static_cast<size_t>(c[static_cast<size_t>(make_cache_aware(kFew)->pick(r, c).index)].id)];
   }
   EXPECT_GT(*std::min_element(homes.begin() + 1, homes.end()), 0);
 }
@@ -107,7 +109,7 @@ TEST(CacheAwareFewHolders, ABurstOverEqualHoldersGoesToTheLeastBusyNotTheHome) {
                                   {.load = 1, .work = kWarm, .match = kShared, .id = 2},
                                   {.load = 1, .work = kWarm, .match = kShared, .id = 3},
                                   {.load = 1, .work = kWarm, .match = kShared, .id = 4}};
-  auto policy = make_cache_aware({});
+  auto policy = make_cache_aware(kFew);
   const auto home = static_cast<size_t>(policy->pick(request(4), c).index);
   c[home].work = 2 * kWarm;  // still within the count bound and under a cold prefill
   EXPECT_EQ(policy->pick(request(4, /*group_recent=*/0), c).index, static_cast<int32_t>(home));
@@ -122,7 +124,7 @@ TEST(CacheAwareFewHolders, ABurstOverEqualHoldersGoesToTheLeastBusyNotTheHome) {
 // busiest holds at most max(least + 1, 1.5 x least) once each replica holds two (the holder's first
 // three came before the guard's bar: 3 / 1 / 1 / 1 on the way, as with the old rules).
 TEST(CacheAwareFewHolders, ABurstStillSpreadsWithinTheBound) {
-  for (const CacheAwareConfig& cfg : {CacheAwareConfig{}, kOld}) {
+  for (const CacheAwareConfig& cfg : {kFew, kOld}) {
     auto policy = make_cache_aware(cfg);
     std::vector<CandidateView> c = {{.id = 1}, {.id = 2}, {.id = 3}, {.id = 4}};
     c[0].match = kShared;
