@@ -168,6 +168,15 @@ void register_router(CLI::App& app) {
   cmd->add_option("--burst-arrivals", a->router.cache_aware.burst_arrivals, "See --burst-window-ms")->capture_default_str();
   cmd->add_option("--burst-share", a->router.cache_aware.burst_share, "... and only while its group holds at least this share of the requests in flight (0 = any share; 0.33 keeps a Poisson clump of one group among many on its holder)")->capture_default_str();
   cmd->add_option("--burst-rate-factor", a->router.cache_aware.burst_rate_factor, "A burst needs --burst-arrivals + ceil(this x the arrivals its group's own rate predicts in the window): 3 keeps a hot group's Poisson clumps from counting as bursts; 0 = the absolute bar of --burst-arrivals, the default)")->capture_default_str();
+  cmd->add_flag("--hold-prefilling", a->router.cache_aware.hold_prefilling,
+                "Followers of a prefix every holder is still prefilling queue behind that prefill instead of a cost "
+                "spill (--spill-factor; off by default)");
+  cmd->add_flag("--group-need", a->router.cache_aware.group_need,
+                "No cost spill while the group's own requests in flight would not pay for the copy's extra prefill "
+                "(--spill-factor; off by default)");
+  cmd->add_flag("--home-holder", a->router.cache_aware.home_holder,
+                "Outside bursts a group's home holder (hash of group and replica) takes it among the allowed equal "
+                "holders while its work is under one cold prefill (--spill-factor; off by default)");
   cmd->add_option("--min-match-ratio", a->router.cache_aware.min_match_ratio, "Matched share of the prompt that counts")->capture_default_str();
   cmd->add_option("--region-penalty", a->router.cache_aware.remote_penalty, "Load added to other regions' replicas")->capture_default_str();
   cmd->add_option("--region-header", a->router.region_header, "Header naming the request's region")->capture_default_str();

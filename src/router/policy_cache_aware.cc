@@ -49,9 +49,9 @@
 // ends at 3 each. A request without a useful match still goes to the most free cache within the bound.
 //
 // Equal-match set and cost spills (spill_factor = F > 0, the default F = 3; then none of the rules
-// above but the count bound itself is consulted for a request with a useful match). Two facts drive it. (1) Replicas that hold a prompt's prefix are
-// interchangeable when their matches differ by a token or two (a burst's "Hot 1?" and "Hot 13?" differ
-// in a digit token): the best-match-then-load order gave the replica with one more token the request
+// above but the count bound itself is consulted for a request with a useful match). Two facts drive it. (1) Replicas
+// that hold a prompt's prefix are interchangeable when their matches differ by a token or two (a burst's "Hot 1?" and
+// "Hot 13?" differ in a digit token): the best-match-then-load order gave the replica with one more token the request
 // up to the cap; the equal-match set (uncached tokens within max(equal_match_tokens, equal_match_ratio
 // x prompt) of the best) takes the least busy holder (work in flight, then requests) that the count
 // bound allows, so a burst over replicas that all hold the prefix spreads as evenly as the bound alone.
@@ -74,12 +74,20 @@
 //   - the cost test itself: h's queue grows by every request it takes, so a hot prefix held by one
 //     replica spills once h's work passes F x (the extra prefill + a's work); a's copy then makes a an
 //     equal holder, and the least busy holder takes the next request (CacheAwareCost.*).
+// Few holders (hold_prefilling, group_need, home_holder; off by default, docs/router.md guard 6): outside bursts a
+// group stays on as few replicas as its own load needs. No cost spill while every holder is still prefilling the prefix
+// (a batching replica serves the follower right after it; a spill is a second cold prefill), nor while the group's own
+// requests in flight would not pay for the copy's extra prefill (a tail group on a holder busy with other groups queues
+// there); and among allowed equal holders the group's home (a hash of group and replica id) takes it while its work is
+// under one cold prefill, so the copies a burst made go idle and are evicted first under cache pressure. Slack and the
+// burst guard still apply.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <limits>
 #include <optional>
 
+#include "base/counter_rng.h"
 #include "router/policy.h"
 
 namespace keel::router {
@@ -216,7 +224,31 @@ class CacheAware final : public Policy {
       if (within(c[i]) && (holder_in < 0 || less_busy(c[i], c[static_cast<size_t>(holder_in)]))) holder_in = idx;
       if (in_scope(c[i]) && (holder < 0 || less_busy(c[i], c[static_cast<size_t>(holder)]))) holder = idx;
     }
-    if (holder_in >= 0) return Pick{.index = holder_in, .decision = Decision::kCacheHit};
+    // A burst: the bar's arrivals of the group within the window, and the group holds at least burst_share
+    // of the in-scope requests in flight (a Poisson clump of one group among many is not one).
+    // The bar: burst_arrivals, raised by what the group's own rate makes usual in the window.
+    const auto bar = std::min<int64_t>(
+        kMaxBurstArrivals, config_.burst_arrivals + static_cast<int64_t>(std::ceil(config_.burst_rate_factor *
+                                                                                   std::max(req.group_expected, 0.0))));
+    const bool burst = req.group_recent >= bar &&
+                       static_cast<double>(req.group_in_flight) >= config_.burst_share * static_cast<double>(total);
+    if (holder_in >= 0) {
+      // Few holders, outside bursts: the group's home among the allowed equal holders while its queue
+      // is under one cold prefill of this request; else (and in a burst) the least busy.
+      if (config_.home_holder && req.group != 0 && !burst) {
+        int32_t home = -1;
+        for (size_t i = 0; i < c.size(); ++i) {
+          if (!equal(c[i]) || !within(c[i])) continue;
+          if (home < 0 || home_rank(req.group, c[i]) > home_rank(req.group, c[static_cast<size_t>(home)])) {
+            home = static_cast<int32_t>(i);
+          }
+        }
+        if (c[static_cast<size_t>(home)].work <= config_.cost(req.n_keys, 0, req.tokens_per_key)) {
+          return Pick{.index = home, .decision = Decision::kCacheHit};
+        }
+      }
+      return Pick{.index = holder_in, .decision = Decision::kCacheHit};
+    }
     // The spill target: the allowed replica where the request would finish first (its work in flight
     // plus its cost there); ties: the longer match, more free cache, then turns.
     int32_t target = -1;
@@ -234,16 +266,20 @@ class CacheAware final : public Policy {
         target = static_cast<int32_t>(i);
       }
     }
-    // A burst: the bar's arrivals of the group within the window, and the group holds at least burst_share
-    // of the in-scope requests in flight (a Poisson clump of one group among many is not one).
-    // The bar: burst_arrivals, raised by what the group's own rate makes usual in the window.
-    const auto bar = std::min<int64_t>(
-        kMaxBurstArrivals, config_.burst_arrivals + static_cast<int64_t>(std::ceil(config_.burst_rate_factor *
-                                                                                   std::max(req.group_expected, 0.0))));
-    const bool burst = req.group_recent >= bar &&
-                       static_cast<double>(req.group_in_flight) >= config_.burst_share * static_cast<double>(total);
     if (holder >= 0 && !burst) {
       const CandidateView& h = c[static_cast<size_t>(holder)];
+      // Every holder is still prefilling the prefix: queue behind that prefill, never a second one.
+      if (config_.hold_prefilling && holder_room(h) >= 1 &&
+          std::none_of(c.begin(), c.end(), [&](const CandidateView& v) { return equal(v) && useful_stored(req, v); })) {
+        return Pick{.index = holder, .decision = Decision::kWarmQueue};
+      }
+      // The group's own queued work does not need another replica: its requests in flight would not
+      // pay for one more cold prefill of its prefix, so the copy is left to a burst or a queue over slack.
+      const CandidateView& a0 = c[static_cast<size_t>(target)];
+      if (config_.group_need && holder_room(h) >= 1 && req.group != 0 &&
+          (req.group_in_flight + 1) * cost(h) < cost(a0) - cost(h)) {
+        return Pick{.index = holder, .decision = Decision::kWarmQueue};
+      }
       const CandidateView& a = c[static_cast<size_t>(target)];
       const double spill_work = static_cast<double>(cost(a) - cost(h) + a.work);
       if (static_cast<double>(h.work) <= config_.spill_factor * spill_work && holder_room(h) >= 1) {
@@ -253,6 +289,14 @@ class CacheAware final : public Policy {
     return Pick{.index = target, .decision = Decision::kImbalance};  // no equal holder is allowed: a spill
   }
 
+  // The replica's rank for the group's home: the same on every router instance, spread over replicas.
+  static uint64_t home_rank(uint64_t group, const CandidateView& v) { return mix64(group ^ mix64(v.id)); }
+  // v has a useful share of the prompt stored (not only in flight).
+  bool useful_stored(const RouteRequest& req, const CandidateView& v) const {
+    const int64_t stored = v.cached < 0 ? v.match : std::min(v.cached, v.match);
+    return stored > 0 && static_cast<double>(stored) >=
+                             config_.min_match_ratio * static_cast<double>(std::max<int64_t>(req.n_keys, 1));
+  }
   // Most in-flight any replica may hold when the least busy holds `lo`.
   int64_t cap(int64_t lo) const {
     const auto rel = static_cast<int64_t>(config_.balance_rel_threshold * static_cast<double>(lo));

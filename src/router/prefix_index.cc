@@ -163,20 +163,20 @@ int64_t PrefixIndex::n_pending(ReplicaId r) const {
                        [now](const auto& e) { return now < e.second; });
 }
 
-int64_t PrefixIndex::match(ReplicaId r, std::span<const uint64_t> hashes) const {
+int64_t PrefixIndex::match(ReplicaId r, std::span<const uint64_t> hashes, int64_t* stored) const {
+  if (stored) *stored = 0;
   std::shared_lock lock(mu_);
   auto it = replicas_.find(r);
   if (it == replicas_.end() || hashes.empty()) return 0;
   const PerReplica& p = it->second;
-  size_t best_in_flight = 0;
+  size_t best_in_flight = 0, best_recent = 0;
   for (const KeysPtr& k : p.in_flight) best_in_flight = std::max(best_in_flight, common_prefix(*k, hashes));
-  if (!p.recent.empty() || !p.pending.empty()) {
-    const int64_t now = now_us();
-    for (const auto* timed : {&p.recent, &p.pending}) {
-      for (const auto& [k, until] : *timed) {
-        if (now < until) best_in_flight = std::max(best_in_flight, common_prefix(*k, hashes));
-      }
-    }
+  const int64_t now = p.recent.empty() && p.pending.empty() ? 0 : now_us();
+  for (const auto& [k, until] : p.recent) {
+    if (now < until) best_recent = std::max(best_recent, common_prefix(*k, hashes));
+  }
+  for (const auto& [k, until] : p.pending) {
+    if (now < until) best_in_flight = std::max(best_in_flight, common_prefix(*k, hashes));
   }
   auto holds = [&](size_t i) {
     return p.exact.contains(hashes[i]) || (!p.exact_live && p.approx.contains(hashes[i]));
@@ -191,7 +191,8 @@ int64_t PrefixIndex::match(ReplicaId r, std::span<const uint64_t> hashes) const 
       hi = mid;
     }
   }
-  return static_cast<int64_t>(std::max(lo, best_in_flight));
+  if (stored) *stored = static_cast<int64_t>(std::max(lo, best_recent));
+  return static_cast<int64_t>(std::max({lo, best_recent, best_in_flight}));
 }
 
 bool PrefixIndex::exact_live(ReplicaId r) const {

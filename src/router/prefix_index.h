@@ -82,7 +82,9 @@ class PrefixIndex {
 
   // How many leading entries of `hashes` replica r holds: the longest of its set (exact if live,
   // else approximate), its in-flight prompts, its recently served ones and its pending ones.
-  int64_t match(ReplicaId r, std::span<const uint64_t> hashes) const;
+  // `stored`, if given, gets how many of them r has stored: its set and its recently served prompts,
+  // not the in-flight and pending ones (a prefill not done yet).
+  int64_t match(ReplicaId r, std::span<const uint64_t> hashes, int64_t* stored = nullptr) const;
   bool exact_live(ReplicaId r) const;
   int64_t n_exact(ReplicaId r) const;
   int64_t n_approx(ReplicaId r) const;

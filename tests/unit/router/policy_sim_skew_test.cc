@@ -46,7 +46,20 @@ struct Workload {
   double zipf = 1.2;
   double rate = 2.0;  // requests per warm unit (one replica serves 1 warm request per unit)
   int mid_burst = 0;  // requests of group 0, 0.09 units (5 ms) apart, from the middle of the schedule
+  // The replicas. batched: a replica serves, with its head request, every queued request whose group it
+  // has cached, up to kBatch, in kWarm + kBatchStep per extra request; a cold head is prefilled alone and
+  // its group cached when it ends, so a follower that arrived during that prefill runs warm in the
+  // batch after it (keel serve batches; a model of it, not its step scheduler). Otherwise FIFO, one
+  // request at a time (Session 9's model). cache_groups > 0: each replica caches
+  // at most that many groups' prefixes, least recently used evicted (--kv-tokens 768 holds ~5 prompts).
+  bool batched = false;
+  int cache_groups = 0;
 };
+constexpr size_t kBatch = 16;
+// Session 9's rules: no few-holders rules (CacheAwareConfig::hold_prefilling, group_need, home_holder).
+constexpr CacheAwareConfig kSession9{.hold_prefilling = false, .group_need = false, .home_holder = false};
+constexpr CacheAwareConfig kFewHolders{.hold_prefilling = true, .group_need = true, .home_holder = true};
+constexpr double kBatchStep = 0.1;
 
 enum class Router { kKeel, kSglang, kRoundRobin };
 
@@ -54,13 +67,21 @@ struct SimResult {
   int cold = 0;
   double p50 = 0, p99 = 0;
   int hot_holders = 0;    // replicas group 0 ran on
+  int hot_cold = 0;       // cold prefills of group 0 (its first, its copies, its re-prefills after evictions)
+  double burst_ratio = 0;  // busiest / least busy in flight after each mid-burst request, least >= 2 (worst)
   int bursts = 0;         // keel: requests its burst guard judged part of a burst (group 0's, others')
   int bursts_hot = 0;
   int64_t max_queue = 0;  // the longest queue any replica had at an arrival
 };
 
-// (arrival time, group) of every request: Zipf-shared groups, shuffled, Poisson, plus the mid burst.
-std::vector<std::pair<double, int>> schedule_of(const Workload& w, uint64_t seed) {
+struct Arrival {
+  double time;
+  int group;
+  bool mid_burst = false;
+};
+
+// Every request's arrival: Zipf-shared groups, shuffled, Poisson, plus the mid burst.
+std::vector<Arrival> schedule_of(const Workload& w, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<double> weight(static_cast<size_t>(w.groups));
   double sum = 0;
@@ -72,12 +93,12 @@ std::vector<std::pair<double, int>> schedule_of(const Workload& w, uint64_t seed
   }
   std::shuffle(groups.begin(), groups.end(), rng);
   std::exponential_distribution<double> gap(w.rate);
-  std::vector<std::pair<double, int>> schedule;
+  std::vector<Arrival> schedule;
   double t = 0;
   for (int g : groups) schedule.push_back({t += gap(rng), g});
-  const double mid = schedule[schedule.size() / 2].first;
-  for (int i = 0; i < w.mid_burst; ++i) schedule.push_back({mid + 0.09 * i, 0});
-  std::stable_sort(schedule.begin(), schedule.end(), [](auto& a, auto& b) { return a.first < b.first; });
+  const double mid = schedule[schedule.size() / 2].time;
+  for (int i = 0; i < w.mid_burst; ++i) schedule.push_back({mid + 0.09 * i, 0, true});
+  std::stable_sort(schedule.begin(), schedule.end(), [](auto& a, auto& b) { return a.time < b.time; });
   return schedule;
 }
 
@@ -105,14 +126,18 @@ struct GroupHistory {
 
 // keel's pick at time `when` (units); counts the request in `bursts` when the burst guard's bar is met.
 size_t keel_pick(Policy& keel, const CacheAwareConfig& cfg, GroupHistory h, double when,
-                 const std::vector<CandidateView>& c, int& bursts) {
+                 const std::vector<CandidateView>& c, int& bursts, uint64_t group) {
   const double window = static_cast<double>(cfg.burst_window_ms) / 57.0;
   const auto recent = std::count_if(h.times.begin(), h.times.end(), [&](double x) { return x >= when - window; });
   const auto now_ms = static_cast<int64_t>(when * 57.0);
   const double expected =
       h.rate.per_ms_before(now_ms, cfg.burst_window_ms, recent) * static_cast<double>(cfg.burst_window_ms);
-  const Pick p = keel.pick(
-      {.n_keys = kKeys, .group_in_flight = h.in_flight, .group_recent = recent, .group_expected = expected}, c);
+  const Pick p = keel.pick({.n_keys = kKeys,
+                            .group_in_flight = h.in_flight,
+                            .group_recent = recent,
+                            .group_expected = expected,
+                            .group = group},
+                           c);
   h.rate.add(now_ms);
   bursts += recent >= cfg.burst_arrivals + static_cast<int64_t>(std::ceil(cfg.burst_rate_factor * expected));
   return static_cast<size_t>(p.index);
@@ -127,52 +152,103 @@ SimResult simulate(Router router, const Workload& w, uint64_t seed, const CacheA
     int group;
     double arrival;
     int64_t cost;
+    bool cold = false;
   };
   std::vector<std::deque<Job>> queue(kReplicas);
+  std::vector<std::vector<Job>> running(kReplicas);
   std::vector<double> busy_until(kReplicas, 0.0);
   std::vector<std::vector<bool>> routed(kReplicas, std::vector<bool>(n_groups, false));
-  std::vector<std::vector<bool>> cached(kReplicas, std::vector<bool>(n_groups, false));
+  // Per replica and group: last use while cached, -1 = not cached.
+  std::vector<std::vector<double>> last_use(kReplicas, std::vector<double>(n_groups, -1.0));
+  std::vector<std::vector<bool>> ever(kReplicas, std::vector<bool>(n_groups, false));
   std::vector<int64_t> tree_chars(kReplicas, 0), group_in_flight(n_groups, 0);
   std::vector<std::vector<double>> group_times(n_groups);
   std::vector<GroupRate> group_rate(n_groups);  // as the router keeps it, in ms (57 per unit)
   std::vector<double> latency;
   SimResult out;
-  auto start_head = [&](size_t r, double now) {
-    const Job& j = queue[r].front();
-    const bool hit = cached[r][static_cast<size_t>(j.group)];
-    out.cold += !hit;
-    cached[r][static_cast<size_t>(j.group)] = true;
-    busy_until[r] = now + (hit ? kWarm : kCold);
+  auto is_cached = [&](size_t r, int g) { return last_use[r][static_cast<size_t>(g)] >= 0; };
+  auto n_cached = [&](size_t r) {
+    return std::count_if(last_use[r].begin(), last_use[r].end(), [](double t) { return t >= 0; });
+  };
+  auto store = [&](size_t r, int g, double now) {
+    if (!is_cached(r, g) && w.cache_groups > 0 && n_cached(r) >= w.cache_groups) {
+      size_t lru = n_groups;
+      for (size_t k = 0; k < n_groups; ++k) {
+        if (last_use[r][k] >= 0 && (lru == n_groups || last_use[r][k] < last_use[r][lru])) lru = k;
+      }
+      last_use[r][lru] = -1.0;
+    }
+    last_use[r][static_cast<size_t>(g)] = now;
+    ever[r][static_cast<size_t>(g)] = true;
+  };
+  auto start = [&](size_t r, double now) {
+    if (queue[r].empty()) return;
+    Job head = queue[r].front();
+    if (!is_cached(r, head.group)) {  // a cold prefill, alone
+      queue[r].pop_front();
+      head.cold = true;
+      ++out.cold;
+      out.hot_cold += head.group == 0;
+      running[r].push_back(head);
+      busy_until[r] = now + kCold;
+      return;
+    }
+    const size_t batch = w.batched ? kBatch : 1;
+    for (auto it = queue[r].begin(); it != queue[r].end() && running[r].size() < batch;) {
+      if (is_cached(r, it->group)) {
+        last_use[r][static_cast<size_t>(it->group)] = now;
+        running[r].push_back(*it);
+        it = queue[r].erase(it);
+      } else {
+        ++it;
+      }
+    }
+    busy_until[r] = now + kWarm + kBatchStep * static_cast<double>(running[r].size() - 1);
   };
   auto finish_until = [&](double until) {
     for (;;) {
       size_t r = kReplicas;
       for (size_t i = 0; i < kReplicas; ++i) {
-        if (!queue[i].empty() && busy_until[i] <= until && (r == kReplicas || busy_until[i] < busy_until[r])) r = i;
+        if (!running[i].empty() && busy_until[i] <= until && (r == kReplicas || busy_until[i] < busy_until[r])) r = i;
       }
       if (r == kReplicas) return;
       const double now = busy_until[r];
-      latency.push_back(now - queue[r].front().arrival);
-      --group_in_flight[static_cast<size_t>(queue[r].front().group)];
-      queue[r].pop_front();
-      if (!queue[r].empty()) start_head(r, now);
+      for (const Job& j : running[r]) {
+        latency.push_back(now - j.arrival);
+        --group_in_flight[static_cast<size_t>(j.group)];
+        if (j.cold) store(r, j.group, now);
+      }
+      running[r].clear();
+      start(r, now);
     }
   };
-  for (const auto& [when, g] : schedule) {
+  int mid_seen = 0;
+  for (const auto& [when, g, in_mid_burst] : schedule) {
     finish_until(when);
     const auto gi = static_cast<size_t>(g);
     std::vector<CandidateView> c;
     std::vector<int64_t> in_flight;
     for (size_t r = 0; r < kReplicas; ++r) {
-      in_flight.push_back(static_cast<int64_t>(queue[r].size()));
-      int64_t work = 0, n_held = 0;
-      for (const Job& j : queue[r]) work += j.cost;
-      for (bool b : routed[r]) n_held += b;
-      out.max_queue = std::max<int64_t>(out.max_queue, static_cast<int64_t>(queue[r].size()));
-      c.push_back({.load = static_cast<int64_t>(queue[r].size()),
+      const auto n = static_cast<int64_t>(queue[r].size() + running[r].size());
+      in_flight.push_back(n);
+      int64_t work = 0;
+      bool queued = false;
+      auto add = [&](const Job& j) {
+        work += j.cost;
+        queued = queued || j.group == g;
+      };
+      std::for_each(queue[r].begin(), queue[r].end(), add);
+      std::for_each(running[r].begin(), running[r].end(), add);
+      out.max_queue = std::max(out.max_queue, n);
+      // keel's exact index: what the replica caches now, or a prompt of the group in flight there.
+      const bool stored = is_cached(r, g);
+      const int64_t cap = w.cache_groups > 0 ? w.cache_groups : 25;
+      c.push_back({.load = n,
                    .work = work,
-                   .match = routed[r][gi] ? kShared : 0,
-                   .free_cache = 4096 - 160 * n_held});
+                   .match = stored || queued ? kShared : 0,
+                   .free_cache = 160 * (cap - n_cached(r)),
+                   .cached = stored ? kShared : 0,
+                   .id = r + 1});
     }
     size_t r = 0;
     if (router == Router::kSglang) {
@@ -181,17 +257,27 @@ SimResult simulate(Router router, const Workload& w, uint64_t seed, const CacheA
       r = static_cast<size_t>(rr->pick({}, c).index);
     } else {
       r = keel_pick(*keel, cfg, {.times = group_times[gi], .rate = group_rate[gi], .in_flight = group_in_flight[gi]},
-                    when, c, g == 0 ? out.bursts_hot : out.bursts);
+                    when, c, g == 0 ? out.bursts_hot : out.bursts, gi + 1);
     }
     tree_chars[r] += (routed[r][gi] ? 0 : 600) + 35;
     queue[r].push_back({g, when, cfg.cost(kKeys, c[r].match, 1)});
     routed[r][gi] = true;
     ++group_in_flight[gi];
     group_times[gi].push_back(when);
-    if (queue[r].size() == 1) start_head(r, when);
+    if (running[r].empty()) start(r, when);
+    // Balance during the mid-way burst, once it has filled the fleet (from its 8th request on).
+    if (in_mid_burst) {
+      if (++mid_seen >= 8) {
+        std::vector<int64_t> now_in_flight;
+        for (size_t k = 0; k < kReplicas; ++k)
+          now_in_flight.push_back(static_cast<int64_t>(queue[k].size() + running[k].size()));
+        const auto [lo, hi] = std::minmax_element(now_in_flight.begin(), now_in_flight.end());
+        if (*lo >= 2) out.burst_ratio = std::max(out.burst_ratio, static_cast<double>(*hi) / static_cast<double>(*lo));
+      }
+    }
   }
   finish_until(1e18);
-  for (size_t r = 0; r < kReplicas; ++r) out.hot_holders += cached[r][0];
+  for (size_t r = 0; r < kReplicas; ++r) out.hot_holders += ever[r][0];
   std::sort(latency.begin(), latency.end());
   out.p50 = latency[latency.size() / 2];
   out.p99 = latency[latency.size() * 99 / 100];
@@ -199,7 +285,8 @@ SimResult simulate(Router router, const Workload& w, uint64_t seed, const CacheA
 }
 
 struct Totals {
-  double cold = 0, p50 = 0, p99 = 0, hot_holders = 0, max_queue = 0, bursts = 0, bursts_hot = 0;
+  double cold = 0, p50 = 0, p99 = 0, hot_holders = 0, max_queue = 0, bursts = 0, bursts_hot = 0, hot_cold = 0;
+  double burst_ratio = 0;  // the worst over the seeds
 };
 
 Totals over_seeds(Router router, const Workload& w, const char* name, const CacheAwareConfig& cfg = {}) {
@@ -208,6 +295,8 @@ Totals over_seeds(Router router, const Workload& w, const char* name, const Cach
   for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
     SimResult r = simulate(router, w, seed, cfg);
     EXPECT_GE(r.cold, w.groups) << name << " seed " << seed;  // the floor: one cold prefill per group
+    tot.hot_cold += r.hot_cold / double{kSeeds};
+    tot.burst_ratio = std::max(tot.burst_ratio, r.burst_ratio);
     tot.cold += r.cold / double{kSeeds};
     tot.p50 += r.p50 / kSeeds;
     tot.p99 += r.p99 / kSeeds;
@@ -216,10 +305,12 @@ Totals over_seeds(Router router, const Workload& w, const char* name, const Cach
     tot.bursts += r.bursts / double{kSeeds};
     tot.bursts_hot += r.bursts_hot / double{kSeeds};
   }
-  std::cout << name << " (zipf " << w.zipf << ", rate " << w.rate << ", mid burst " << w.mid_burst << "): cold "
-            << tot.cold << ", p50 " << tot.p50 << ", p99 " << tot.p99 << " units, hot group on " << tot.hot_holders
-            << " replicas, longest queue " << tot.max_queue << ", burst-guard requests " << tot.bursts_hot << " hot / "
-            << tot.bursts << " other\n";
+  std::cout << name << " (zipf " << w.zipf << ", rate " << w.rate << ", mid burst " << w.mid_burst
+            << (w.batched ? ", batched" : "") << ", cache groups " << w.cache_groups << "): cold " << tot.cold
+            << " (hot " << tot.hot_cold << "), p50 " << tot.p50 << ", p99 " << tot.p99 << " units, hot group on "
+            << tot.hot_holders << " replicas, longest queue " << tot.max_queue << ", burst-guard requests "
+            << tot.bursts_hot << " hot / " << tot.bursts << " other, mid-burst busiest/least (least >= 2) "
+            << tot.burst_ratio << "\n";
   return tot;
 }
 
@@ -257,33 +348,48 @@ TEST(CacheAwareSkewSim, TheHotGroupStaysOnOneReplicaUnderTheSglangModelAndSpread
 // hot group was still copied early, by cost spills, not by the guard), so the default stayed 0.
 TEST(CacheAwareSkewSim, TheRelativeBurstBarStopsFiringOnClumps) {
   const Workload w{.zipf = 1.2, .rate = 1.6, .mid_burst = 24};
-  Totals rel = over_seeds(Router::kKeel, w, "keel, relative burst bar", {.burst_rate_factor = 3});
-  Totals abs = over_seeds(Router::kKeel, w, "keel, absolute burst bar (default)");
+  Totals rel =
+      over_seeds(Router::kKeel, w, "keel, relative burst bar",
+                 {.burst_rate_factor = 3, .hold_prefilling = false, .group_need = false, .home_holder = false});
+  Totals abs = over_seeds(Router::kKeel, w, "keel, absolute burst bar (default)", kSession9);
   EXPECT_LT(rel.bursts_hot, abs.bursts_hot - 10);
   EXPECT_GE(rel.bursts_hot, 24 - 8);  // the mid-way burst is still seen (all but its first bar requests)
   EXPECT_LT(rel.bursts, 0.5);
   EXPECT_GT(abs.bursts, 0.5);
   EXPECT_GT(rel.cold, abs.cold);  // the unbatched queues pass the slack (above)
-  Totals rel_slack =
-      over_seeds(Router::kKeel, w, "keel, relative bar, slack 48", {.spill_slack = 48, .burst_rate_factor = 3});
-  Totals abs_slack = over_seeds(Router::kKeel, w, "keel, absolute bar, slack 48", {.spill_slack = 48});
+  Totals rel_slack = over_seeds(
+      Router::kKeel, w, "keel, relative bar, slack 48",
+      {.spill_slack = 48, .burst_rate_factor = 3, .hold_prefilling = false, .group_need = false, .home_holder = false});
+  Totals abs_slack =
+      over_seeds(Router::kKeel, w, "keel, absolute bar, slack 48",
+                 {.spill_slack = 48, .hold_prefilling = false, .group_need = false, .home_holder = false});
   EXPECT_LT(rel_slack.cold, abs_slack.cold);
-  EXPECT_LT(rel_slack.hot_holders, abs_slack.hot_holders - 0.5);
+  // 3.05 against 3.95 before Session 10 stored a prefix at the end of its prefill (not its start) and
+  // took free cache from the cached groups; 3.3 against 3.75 since.
+  EXPECT_LT(rel_slack.hot_holders, abs_slack.hot_holders - 0.3);
+}
+
+// Session 10: the few-holders rules (CacheAwareConfig::hold_prefilling, group_need, home_holder; off by
+// default: the device did not confirm the prediction below, docs/performance.md) against Session 9's rules, on batching
+// replicas at about the device's load (rate 0.8: keel's old rules make 22.2 cold prefills a run here, the device
+// 20-22), without and with cache pressure (5 groups per replica, LRU). Printed (20 seeds): cold prefills 22.2 -> 20.15
+// without pressure and 25.9 -> 21.95 with it; the sglang-router model 16.0 / 16.3; the hot group still ends on 4
+// replicas (the mid-way burst spreads: busiest/least 2-2.5 once the least busy holds 2, longest queue 13 against the
+// sglang model's 23.6, which queues the burst on the hot group's one holder).
+TEST(CacheAwareSkewSim, FewHoldersCutCopiesButNotTheBurstsSpread) {
+  for (int cache_groups : {0, 5}) {
+    const Workload w{.zipf = 1.2, .rate = 0.8, .mid_burst = 24, .batched = true, .cache_groups = cache_groups};
+    Totals few = over_seeds(Router::kKeel, w, "keel, few holders", kFewHolders);
+    Totals old = over_seeds(Router::kKeel, w, "keel, Session 9 rules", kSession9);
+    Totals sglang = over_seeds(Router::kSglang, w, "sglang-router model");
+    EXPECT_LT(few.cold, old.cold - 1.5) << cache_groups;
+    EXPECT_GT(few.cold, sglang.cold) << cache_groups;  // the burst's copies of the hot group remain
+    EXPECT_GT(few.hot_holders, 3.5) << cache_groups;
+    EXPECT_LE(few.burst_ratio, 3.0) << cache_groups;    // bounded
+    EXPECT_GT(sglang.max_queue, 20.0) << cache_groups;  // the sglang model queues the burst on one replica
+    EXPECT_LT(few.max_queue, sglang.max_queue - 5) << cache_groups;
+  }
 }
 
 }  // namespace
-}  // namespace keel::router
-namespace keel::router {
-TEST(TmpSkewExplore, Configs) {
-  const Workload w{.zipf = 1.2, .rate = 1.6, .mid_burst = 24};
-  for (double f : {0.0, 3.0})
-    for (double sf : {2.0, 3.0, 5.0, 8.0}) {
-      CacheAwareConfig cfg{.spill_factor = sf, .burst_rate_factor = f};
-      std::string name = "rate " + std::to_string(f) + " F " + std::to_string(sf);
-      over_seeds(Router::kKeel, w, name.c_str(), cfg);
-    }
-  const Workload w2{.zipf = 1.2, .rate = 1.6, .mid_burst = 0};
-  over_seeds(Router::kKeel, w2, "nob rel", {});
-  over_seeds(Router::kKeel, w2, "nob abs", {.burst_rate_factor = 0});
-}
 }  // namespace keel::router

@@ -147,6 +147,28 @@ TEST(PrefixIndex, PendingCountsUntilItsStoredSpanArrives) {
   EXPECT_EQ(idx.match(2, token_prefix_hashes(follower)), 2);  // evicted: nothing pending props it up
 }
 
+// match()'s `stored` count: the set and the recently served prompts, not a prompt in flight nor one
+// the replica announced (its prefill not done): the few-holders rule's "still prefilling".
+TEST(PrefixIndex, StoredCountsOnlyWhatThePrefillStored) {
+  std::vector<int32_t> a = {1, 2, 3, 4, 5}, follower = {1, 2, 3, 4, 9};
+  PrefixIndex idx(1000, /*recent_ms=*/60'000, /*pending_ms=*/60'000);
+  idx.begin_exact(2);
+  idx.add_exact(2, 0, std::vector<int32_t>{1, 2});
+  int64_t stored = -1;
+  auto sent = keys_of(a);
+  idx.add_in_flight(2, sent);
+  EXPECT_EQ(idx.match(2, token_prefix_hashes(follower), &stored), 4);
+  EXPECT_EQ(stored, 2);
+  idx.add_pending(3, keys_of(a));  // another replica announced it (another router's request)
+  EXPECT_EQ(idx.match(3, token_prefix_hashes(follower), &stored), 4);
+  EXPECT_EQ(stored, 0);
+  idx.remove_in_flight(2, sent, /*served=*/true);  // answered: stored there, the feed not caught up
+  EXPECT_EQ(idx.match(2, token_prefix_hashes(follower), &stored), 4);
+  EXPECT_EQ(stored, 4);
+  EXPECT_EQ(idx.match(9, token_prefix_hashes(follower), &stored), 0);  // unknown replica
+  EXPECT_EQ(stored, 0);
+}
+
 // An announced prompt whose stored span never comes (aborted, or it stored nothing new) stops counting
 // after pending_ms; the per-replica list keeps only the newest kMaxPending.
 TEST(PrefixIndex, PendingExpiresAndIsBounded) {
