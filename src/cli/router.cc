@@ -29,6 +29,7 @@ struct RouterArgs {
   std::string tenants;
   server::http::ServerConfig http;
   router::RouterConfig router;
+  std::string instance = "0/1";  // --instance i/n (CacheAwareConfig::set_instance)
 };
 
 int fail(int code, const Status& st) {
@@ -91,6 +92,7 @@ router::PromptTokenizer make_tokenizer(std::shared_ptr<tokenizer::Tokenizer> tok
 
 int run_router(RouterArgs a) {
   const sigset_t stop_signals = block_stop_signals();
+  if (Status st = a.router.cache_aware.set_instance(a.instance); !st.ok()) return fail(2, st);
   if (Status st = a.router.validate(); !st.ok()) return fail(2, st);
   if (Status st = a.http.validate(); !st.ok()) return fail(2, st);
   auto policy = router::make_policy(a.router.policy, a.router.cache_aware);
@@ -168,6 +170,10 @@ void register_router(CLI::App& app) {
   cmd->add_option("--burst-arrivals", a->router.cache_aware.burst_arrivals, "See --burst-window-ms")->capture_default_str();
   cmd->add_option("--burst-share", a->router.cache_aware.burst_share, "... and only while its group holds at least this share of the requests in flight (0 = any share; 0.33 keeps a Poisson clump of one group among many on its holder)")->capture_default_str();
   cmd->add_option("--burst-rate-factor", a->router.cache_aware.burst_rate_factor, "A burst needs --burst-arrivals + ceil(this x the arrivals its group's own rate predicts in the window): 3 keeps a hot group's Poisson clumps from counting as bursts; 0 = the absolute bar of --burst-arrivals, the default)")->capture_default_str();
+  cmd->add_option("--instance", a->instance,
+                  "This router is instance i of n on the same replicas (i/n; several behind one balancer): "
+                  "simultaneous burst picks of the instances interleave instead of stacking")
+      ->capture_default_str();
   cmd->add_flag("--hold-prefilling", a->router.cache_aware.hold_prefilling,
                 "Followers of a prefix every holder is still prefilling queue behind that prefill instead of a cost "
                 "spill (--spill-factor; off by default)");

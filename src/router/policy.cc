@@ -1,6 +1,7 @@
 #include "router/policy.h"
 
 #include <algorithm>
+#include <charconv>
 
 namespace keel::router {
 
@@ -45,12 +46,33 @@ Status CacheAwareConfig::validate() const {
   if (!(burst_rate_factor >= 0.0 && burst_rate_factor <= 1e3)) {
     return make_error(ErrorCode::kInvalidArgument, "burst-rate-factor must be in [0, 1000], got {}", burst_rate_factor);
   }
+  if (instances < 1 || instances > 64 || instance < 0 || instance >= instances) {
+    return make_error(ErrorCode::kInvalidArgument, "instance must be i/n with 0 <= i < n <= 64, got {}/{}", instance,
+                      instances);
+  }
   if (spill_slack < 0) return make_error(ErrorCode::kInvalidArgument, "spill-slack must be >= 0");
   if (burst_window_ms < 0) return make_error(ErrorCode::kInvalidArgument, "burst-window-ms must be >= 0");
   if (burst_arrivals < 1 || burst_arrivals > kMaxBurstArrivals) {
     return make_error(ErrorCode::kInvalidArgument, "burst-arrivals must be in [1, {}], got {}", kMaxBurstArrivals,
                       burst_arrivals);
   }
+  return {};
+}
+
+Status CacheAwareConfig::set_instance(std::string_view text) {
+  const auto slash = text.find('/');
+  int64_t i = -1, n = 0;
+  if (slash != std::string_view::npos) {
+    const char* end = text.data() + text.size();
+    auto [p1, e1] = std::from_chars(text.data(), text.data() + slash, i);
+    auto [p2, e2] = std::from_chars(text.data() + slash + 1, end, n);
+    if (e1 != std::errc() || p1 != text.data() + slash || e2 != std::errc() || p2 != end) i = -1;
+  }
+  if (i < 0 || n < 1 || i >= n || n > 64) {
+    return make_error(ErrorCode::kInvalidArgument, "instance must be i/n with 0 <= i < n <= 64, got '{}'", text);
+  }
+  instance = i;
+  instances = n;
   return {};
 }
 

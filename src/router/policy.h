@@ -176,8 +176,21 @@ struct CacheAwareConfig {
   bool hold_prefilling = false;
   bool group_need = false;
   bool home_holder = false;
+  // Several router instances (--instance i/n: this is instance `instance` of `instances`, each behind a
+  // round-robin balancer on the same replicas). Their decisions in one burst are made within the
+  // milliseconds before the replicas' pushed loads reach the others, on the same cache view, so with
+  // the same tie-breaks they make the same picks and stack them (docs/router.md, load signal). With
+  // instances = n > 1: a request this instance sent since the replica's last push counts n times
+  // (the other instances are assumed to have sent as many meanwhile; Replica::load), the group's
+  // arrivals this instance saw count n times in the burst guard (it sees 1/n of them), and ties
+  // (equal work, load and match; free cache within 1/8) go to the replicas in a rotation started at
+  // instance x replicas / n, so the instances' simultaneous picks interleave. 1/1: the single router.
+  int64_t instance = 0;
+  int64_t instances = 1;
 
   Status validate() const;
+  // Sets instance and instances from "i/n" (0 <= i < n).
+  Status set_instance(std::string_view text);
   // Cost (tokens) of a request of n_keys keys on a replica holding `match` of them.
   int64_t cost(int64_t n_keys, int64_t match, int64_t tokens_per_key) const;
 };

@@ -81,9 +81,15 @@
 // there); and among allowed equal holders the group's home (a hash of group and replica id) takes it while its work is
 // under one cold prefill, so the copies a burst made go idle and are evicted first under cache pressure. Slack and the
 // burst guard still apply.
+// Several instances (instance i of n > 1, CacheAwareConfig::instances): ties among holders, spill targets and
+// free-cache picks go to the replicas in a rotation started at i x replicas / n, and free caches within 1/8 tie,
+// so the instances' simultaneous burst picks (made before any push reaches the others) interleave instead of
+// stacking on the same replicas; the load counts each request sent since the last push n times and the burst
+// guard this instance's arrivals n times (proxy_admit.cc).
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <optional>
 
@@ -182,7 +188,7 @@ class CacheAware final : public Policy {
       return {.index = best, .decision = spilled ? Decision::kImbalance : Decision::kCacheHit};
     }
     int32_t roomiest = -1;
-    const size_t start = turn_.fetch_add(1, std::memory_order_relaxed) % c.size();
+    const size_t start = (turn_.fetch_add(1, std::memory_order_relaxed) + ring_start(c.size())) % c.size();
     for (size_t k = 0; k < c.size(); ++k) {
       const size_t i = (start + k) % c.size();
       if (!within_bound(c[i])) continue;  // the work rule is for a useful match only
@@ -218,7 +224,8 @@ class CacheAware final : public Policy {
       return a.match > b.match;
     };
     int32_t holder_in = -1, holder = -1;  // least busy equal holder the bound allows; least busy in scope
-    for (size_t i = 0; i < c.size(); ++i) {
+    for (size_t k = 0; k < c.size(); ++k) {  // ties: the first in this instance's rotation
+      const size_t i = (k + ring_start(c.size())) % c.size();
       if (!equal(c[i])) continue;
       const auto idx = static_cast<int32_t>(i);
       if (within(c[i]) && (holder_in < 0 || less_busy(c[i], c[static_cast<size_t>(holder_in)]))) holder_in = idx;
@@ -252,7 +259,7 @@ class CacheAware final : public Policy {
     // The spill target: the allowed replica where the request would finish first (its work in flight
     // plus its cost there); ties: the longer match, more free cache, then turns.
     int32_t target = -1;
-    const size_t start = turn_.fetch_add(1, std::memory_order_relaxed) % c.size();
+    const size_t start = (turn_.fetch_add(1, std::memory_order_relaxed) + ring_start(c.size())) % c.size();
     for (size_t k = 0; k < c.size(); ++k) {
       const size_t i = (start + k) % c.size();
       if (!within(c[i])) continue;
@@ -308,8 +315,16 @@ class CacheAware final : public Policy {
     return effective_load(a) < effective_load(b);
   }
   bool more_room(const CandidateView& a, const CandidateView& b) const {
-    if (a.free_cache != b.free_cache) return a.free_cache > b.free_cache;
+    // Several instances: free caches within 1/8 are a tie, so the load and then each instance's own
+    // rotation decide (the same polled figures would otherwise send every instance to one replica).
+    const int64_t near = config_.instances > 1 ? std::max(std::abs(a.free_cache), std::abs(b.free_cache)) / 8 : 0;
+    if (std::abs(a.free_cache - b.free_cache) > near) return a.free_cache > b.free_cache;
     return effective_load(a) < effective_load(b);
+  }
+  // Where this instance's rotation over n candidates starts: instance i of k starts at i x n / k, so
+  // simultaneous tie-breaks of the instances fall on different replicas (0 for a single router).
+  size_t ring_start(size_t n) const {
+    return static_cast<size_t>(config_.instance) * n / static_cast<size_t>(std::max<int64_t>(config_.instances, 1));
   }
 
   CacheAwareConfig config_;

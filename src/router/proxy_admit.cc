@@ -146,7 +146,7 @@ ReplicaPtr ProxyRequest::choose() {
     int64_t stored = 0;
     const int64_t match = prefix ? svc_.index().match(rep.id, *keys_, &stored) : 0;
     views.push_back(CandidateView{
-        .load = rep.load(),
+        .load = rep.load(svc_.config().cache_aware.instances),
         .work = rep.work.load(std::memory_order_relaxed),
         .match = match,
         .free_cache = rep.free_cache(exact ? svc_.index().n_exact(rep.id) : svc_.index().n_approx(rep.id)),
@@ -160,7 +160,10 @@ ReplicaPtr ProxyRequest::choose() {
   // The group's arrivals in the burst window: this instance's own, or (with several router instances)
   // those the replicas announced from every instance (event: pending), whichever is more; each
   // instance alone sees only its share of a burst and would queue that many more at the holder.
-  int64_t group_recent = has_group_ ? svc_.group_recent_locked(group_, now_ms - window_ms) : 0;
+  // With n instances (--instance i/n) this one sees 1/n of the group's arrivals: its own count n times.
+  int64_t group_recent = has_group_ ? svc_.config().cache_aware.instances *
+                                          svc_.group_recent_locked(group_, now_ms - window_ms)
+                                    : 0;
   if (has_group_) {
     group_recent = std::max(group_recent, svc_.index().announced_since(group_index_, group_, t0 - window_ms * 1000));
   }

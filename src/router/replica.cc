@@ -28,14 +28,14 @@ Result<Endpoint> parse_replica_url(std::string_view url) {
 Replica::Replica(ReplicaId id_, std::string url_, Endpoint endpoint_, ReplicaLabels labels_, BreakerConfig breaker_config)
     : id(id_), url(std::move(url_)), endpoint(std::move(endpoint_)), labels(std::move(labels_)), breaker(breaker_config) {}
 
-int64_t Replica::load() const {
+int64_t Replica::load(int64_t instances) const {
   const int64_t ours = in_flight.load(std::memory_order_relaxed);
   const int64_t polled = ours + external.load(std::memory_order_relaxed);
   const int64_t push = pushed.load(std::memory_order_relaxed);
   if (push < 0) return polled;
   // Sent since the push are not in it yet; finished since, it still counts (until the next push, ms).
   const int64_t sent_since = std::max<int64_t>(ours - pushed_ours.load(std::memory_order_relaxed), 0);
-  return std::max(polled, push + sent_since);
+  return std::max(polled, push + std::max<int64_t>(instances, 1) * sent_since);
 }
 
 void Replica::set_pushed(int64_t count) {

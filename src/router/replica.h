@@ -90,7 +90,10 @@ class Replica {
   // Its keel_router_upstream_seconds series, looked up once (RouterService::latency_seconds).
   std::atomic<server::Histogram*> latency_histogram{nullptr};
 
-  int64_t load() const;  // max(in_flight + external, pushed + in_flight - pushed_ours) (see pushed)
+  // max(in_flight + external, pushed + instances x (in_flight - pushed_ours)) (see pushed). `instances`:
+  // the router instances sending here (CacheAwareConfig::instances); each request sent since the push
+  // stands for one from every instance, as they were sent within the same milliseconds.
+  int64_t load(int64_t instances = 1) const;
   // Records a pushed in-flight count (>= 0); clear_pushed() when the feed is lost.
   void set_pushed(int64_t count);
   void clear_pushed() { pushed.store(-1, std::memory_order_relaxed); }
