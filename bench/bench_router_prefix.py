@@ -40,7 +40,8 @@ Usage: bench/bench_router_prefix.py [--build build] [--groups 8] [--per-group 6]
 High availability (--routers N): N instances of the router under test, as a deployment behind a load
 balancer runs them, on the same replicas with the same flags (keel: each instance subscribes to every
 replica's cache feed; sglang-router: N processes with the same worker list, each its own tree). The
-client sends request i to instance i mod N (open loop, closed loop and the burst alike); --router-cpus
+client sends request i to instance i mod N (open loop, closed loop and the burst alike); keel instance i
+gets --instance i/N (unless the row's flags name --instance); --router-cpus
 is split between the instances (12-13 -> 12 and 13). N = 1 is the single router of earlier sessions.
 
 Skewed and realistic traffic: --zipf S gives group g a share ~ 1/(g+1)^S of the groups x per-group
@@ -424,20 +425,22 @@ def run_policy(keel, replicas, args, extra, reqs, times, sources=None):
     if extra and extra[0].startswith("--binary="):  # a router binary other than the replicas' (A/B runs)
         binary, extra = extra[0].split("=", 1)[1], extra[1:]
 
-    def router_cmd(port):
+    def router_cmd(port, i):
         if sglang:
             return [args.sglang_router, "-m", "sglang_router.launch_router", "--host", "127.0.0.1", "--port",
                     str(port), "--worker-urls", *replicas, "--policy", "cache_aware", "--log-level", "error",
                     "--prometheus-port", str(free_port())]
         cmd = [binary, "router", "--port", str(port), "--workers", *replicas, "--no-access-log",
                "--health-interval-ms", "200", *extra]
+        if args.routers > 1 and "--instance" not in extra:  # keel: instance i of N (docs/router.md)
+            cmd += ["--instance", f"{i}/{args.routers}"]
         return cmd + (["--http-threads", "1", "--upstream-threads", "1"] if args.router_cpus else [])
     # --routers N: N independent instances, same flags and replicas (keel: each subscribes to every
     # replica's cache feed itself), the router CPUs split between them; the client spreads over them.
     ports = [free_port() for _ in range(args.routers)]
-    procs = [subprocess.Popen(router_cmd(port), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    procs = [subprocess.Popen(router_cmd(port, i), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                               preexec_fn=pin(cpus))
-             for port, cpus in zip(ports, split_cpus(cpu_set(args.router_cpus), args.routers))]
+             for i, (port, cpus) in enumerate(zip(ports, split_cpus(cpu_set(args.router_cpus), args.routers)))]
     try:
         bases = [f"http://127.0.0.1:{port}" for port in ports]
         for base in bases:

@@ -188,7 +188,7 @@ class CacheAware final : public Policy {
       return {.index = best, .decision = spilled ? Decision::kImbalance : Decision::kCacheHit};
     }
     int32_t roomiest = -1;
-    const size_t start = (turn_.fetch_add(1, std::memory_order_relaxed) + ring_start(c.size())) % c.size();
+    const size_t start = rotation(req, c.size());
     for (size_t k = 0; k < c.size(); ++k) {
       const size_t i = (start + k) % c.size();
       if (!within_bound(c[i])) continue;  // the work rule is for a useful match only
@@ -259,7 +259,7 @@ class CacheAware final : public Policy {
     // The spill target: the allowed replica where the request would finish first (its work in flight
     // plus its cost there); ties: the longer match, more free cache, then turns.
     int32_t target = -1;
-    const size_t start = (turn_.fetch_add(1, std::memory_order_relaxed) + ring_start(c.size())) % c.size();
+    const size_t start = rotation(req, c.size());
     for (size_t k = 0; k < c.size(); ++k) {
       const size_t i = (start + k) % c.size();
       if (!within(c[i])) continue;
@@ -325,6 +325,14 @@ class CacheAware final : public Policy {
   // simultaneous tie-breaks of the instances fall on different replicas (0 for a single router).
   size_t ring_start(size_t n) const {
     return static_cast<size_t>(config_.instance) * n / static_cast<size_t>(std::max<int64_t>(config_.instances, 1));
+  }
+  // Start of a free-cache or spill-target scan: a single router takes turns (equally free, equally idle
+  // replicas take new prefixes in turn); several instances start from the request's group (the same
+  // on every instance, whatever each decided before) plus their ring offset, so they stay complementary.
+  size_t rotation(const RouteRequest& req, size_t n) {
+    const uint64_t turn = turn_.fetch_add(1, std::memory_order_relaxed);
+    if (config_.instances <= 1) return turn % n;
+    return (mix64(req.group) % n + ring_start(n)) % n;
   }
 
   CacheAwareConfig config_;

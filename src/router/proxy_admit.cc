@@ -161,9 +161,8 @@ ReplicaPtr ProxyRequest::choose() {
   // those the replicas announced from every instance (event: pending), whichever is more; each
   // instance alone sees only its share of a burst and would queue that many more at the holder.
   // With n instances (--instance i/n) this one sees 1/n of the group's arrivals: its own count n times.
-  int64_t group_recent = has_group_ ? svc_.config().cache_aware.instances *
-                                          svc_.group_recent_locked(group_, now_ms - window_ms)
-                                    : 0;
+  int64_t group_recent =
+      has_group_ ? svc_.config().cache_aware.instances * svc_.group_recent_locked(group_, now_ms - window_ms) : 0;
   if (has_group_) {
     group_recent = std::max(group_recent, svc_.index().announced_since(group_index_, group_, t0 - window_ms * 1000));
   }

@@ -40,9 +40,8 @@ struct Instance {
     EXPECT_TRUE(config.validate().ok());
     policy = make_cache_aware(config);
     for (int r = 0; r < kReplicas; ++r) {
-      replicas.push_back(std::make_unique<Replica>(r + 1, "http://127.0.0.1:1",
-                                                   Endpoint{.host = "127.0.0.1", .port = 1}, ReplicaLabels{},
-                                                   BreakerConfig{}));
+      replicas.push_back(std::make_unique<Replica>(
+          r + 1, "http://127.0.0.1:1", Endpoint{.host = "127.0.0.1", .port = 1}, ReplicaLabels{}, BreakerConfig{}));
       replicas.back()->set_pushed(0);  // the feeds are up: the replicas pushed 0 in flight before the burst
     }
   }
@@ -62,6 +61,12 @@ bool within_1_5(const std::array<int64_t, kReplicas>& f);
 Burst run(int n, int burst, int lag, bool instance_aware) {
   std::vector<Instance> inst;
   for (int i = 0; i < n; ++i) inst.emplace_back(i, n, instance_aware);
+  // Before the burst each instance made its own number of earlier decisions (other groups, long
+  // finished): their turns are out of step, as on the device.
+  for (int i = 0; i < n; ++i) {
+    std::vector<CandidateView> idle(kReplicas);
+    for (int k = 0; k < 3 * i + 1; ++k) inst[static_cast<size_t>(i)].policy->pick({.n_keys = kKeys, .group = 7}, idle);
+  }
   std::array<int64_t, kReplicas> fleet{};
   Burst out;
   double worst_ratio = 0;
@@ -81,7 +86,8 @@ Burst run(int n, int burst, int lag, bool instance_aware) {
     // As proxy_admit.cc: the larger of this instance's own arrivals (x n when instance-aware) and the
     // arrivals the replicas announced.
     const int64_t recent = std::max(in.instances * in.own_total, in.announced_arrivals);
-    const Pick p = in.policy->pick({.n_keys = kKeys, .group_in_flight = in.own_total, .group_recent = recent}, c);
+    const Pick p =
+        in.policy->pick({.n_keys = kKeys, .group_in_flight = in.own_total, .group_recent = recent, .group = 0x5eed}, c);
     EXPECT_GE(p.index, 0);
     const auto r = static_cast<size_t>(p.index);
     in.replicas[r]->in_flight.fetch_add(1);
