@@ -386,11 +386,13 @@ def hot_burst(bases, n_requests, concurrency, sample):
     reqs = [{"model": "smollm2", "max_tokens": 1, "temperature": 0,
              "messages": [{"role": "system", "content": system}, {"role": "user", "content": f"Hot {i}?"}]}
             for i in range(n_requests)]
-    samples, full = [], []
+    samples, full, full_states = [], [], []
+    t_start = time.perf_counter()
     with concurrent.futures.ThreadPoolExecutor(concurrency) as pool:
         futs = [pool.submit(post, bases[i % len(bases)] + "/v1/chat/completions", b) for i, b in enumerate(reqs)]
         while not all(f.done() for f in futs):
-            counts = sorted(sample().values())
+            raw = sample()
+            counts = sorted(raw.values())
             if sum(counts) >= len(counts):  # a burst: at least one request per replica in flight
                 samples.append(counts)
             # Full: every client's request is inside the router and more are still waiting to go, so
@@ -398,6 +400,9 @@ def hot_burst(bases, n_requests, concurrency, sample):
             # not the drain at the end of the burst, which no routing decision can touch).
             if sum(counts) == concurrency and any(not f.running() and not f.done() for f in futs):
                 full.append(counts)
+                # Per replica, in the replicas' order, with the time into the burst (ms): which one was
+                # busiest or idle, for the traces.
+                full_states.append([round((time.perf_counter() - t_start) * 1e3)] + [int(v) for v in raw.values()])
             time.sleep(0.02)
         for f in futs:
             f.result()
@@ -413,7 +418,8 @@ def hot_burst(bases, n_requests, concurrency, sample):
             "burst_lo2_max_over_min": max((c[-1] / c[0] for c in samples if c[0] >= 2), default=None),
             "full_samples": len(full),
             "full_max_over_min": max((c[-1] / c[0] if c[0] else float("inf") for c in full), default=None),
-            "full_max_minus_min": max((c[-1] - c[0] for c in full), default=None)}
+            "full_max_minus_min": max((c[-1] - c[0] for c in full), default=None),
+            "full_states": full_states}
 
 
 def run_policy(keel, replicas, args, extra, reqs, times, sources=None):
@@ -465,9 +471,13 @@ def run_policy(keel, replicas, args, extra, reqs, times, sources=None):
         after = [(metric(r, "keel_prompt_tokens_total"), metric(r, "keel_cached_prompt_tokens_total"))
                  for r in replicas]
         picks = {} if sglang else decisions(bases)
+        per_instance = [] if sglang else [decisions([b]) for b in bases]
         t0 = time.perf_counter()
         burst = hot_burst(bases, args.burst, args.burst_concurrency, sample)
         burst["burst_req_per_s"] = round(args.burst / (time.perf_counter() - t0), 2)
+        if not sglang:  # each instance's decisions during the closed-loop burst, by kind
+            burst["burst_decisions"] = [{k: v - was.get(k, 0) for k, v in decisions([b]).items() if v - was.get(k, 0)}
+                                        for b, was in zip(bases, per_instance)]
     finally:
         for proc in procs:
             proc.send_signal(signal.SIGTERM)

@@ -3,6 +3,7 @@
 # to keel instance i when --routers 2) against the same binary with --instance 0/1 on both (the
 # single-router tie-breaks: the old behaviour) and sglang-router 0.3.2; workload (c) of Session 10 (the
 # Session 9 skew workload with --routers 2); two runs per row, alternating.
+# A second call with A=a adds workload (a) at one instance, keel only; bench records full-sample states.
 # Staged: .device/router/stage7/{keel,bench_router_prefix.py,this}, ../stage/smollm2-dummy, ../sgr-site.tar.xz
 set -o pipefail
 cd "$(dirname "$0")"
@@ -17,3 +18,10 @@ common=(--keel ./keel --model ../stage/smollm2-dummy --load-format dummy --threa
 python3 bench_router_prefix.py "${common[@]}" --routers 2 --out "$OUT/routers2_c.jsonl" > "$OUT/routers2_c.log" 2>&1
 echo "routers2 c rc $? $(date -u)" >> "$OUT/env_c.txt"; uptime >> "$OUT/env_c.txt"
 grep -v '"requests"' "$OUT/routers2_c.log" | tail -c 4000; cat "$OUT/env_c.txt"
+# With A=a also workload (a) (one router instance, keel only: --instance 1/1 is the default, unchanged).
+if [[ "${A:-}" == a ]]; then
+  python3 bench_router_prefix.py "${common[@]:0:32}" --routers 1 --only "exact (--model)" \
+    --out "$OUT/routers1_a.jsonl" > "$OUT/routers1_a.log" 2>&1
+  echo "routers1 a rc $? $(date -u)" >> "$OUT/env_c.txt"; uptime >> "$OUT/env_c.txt"
+  grep -v '"requests"' "$OUT/routers1_a.log" | tail -c 1500
+fi
