@@ -404,6 +404,18 @@ class Emitter {
   std::optional<Symbol> any_text_;
 };
 
+// Whether a repetition lies inside an unbounded one (`(a+)*`, `(x[ab]*)+`): `inside`, the node is
+// in the body of an unbounded repetition.
+bool nested_unbounded(const Node& n, bool inside) {
+  if (n.kind == Node::Kind::kRepeat) {
+    if (inside) return true;
+    inside = n.max < 0;
+  }
+  for (const Node& k : n.kids)
+    if (nested_unbounded(k, inside)) return true;
+  return false;
+}
+
 }  // namespace
 
 Result<regex_detail::Node> regex_detail::parse_regex(std::string_view pattern) { return Parser(pattern).parse(); }
@@ -414,13 +426,19 @@ Result<Symbol> regex_to_symbol(GrammarBuilder& b, std::string_view pattern, cons
   // ambiguous: the Earley columns of such a string keep items for every place the match may have
   // started, so no two columns share a state and every token walk steps the parser. Determinised
   // instead when the DFA stays small (same language: the NFA behind it is the one the key sets use).
+  // An anchored pattern with a nested unbounded repetition (`([\/\w .-]*)*`, MaskBench's URL pattern)
+  // is ambiguous the same way: a string can be split among the copies in many ways, the columns keep
+  // an item per split, and no two share a state (a walk visited the whole vocabulary trie, 190,000
+  // nodes and ~800 parser steps, 2-15 ms per mask). Determinised too; other anchored patterns keep
+  // their rules (a fixed-length one, a UUID, converges and its positions classify several
+  // characters at once, where a DFA's rules end after each character).
   if (opts.search) {
     bool padded = false;
     for (const Node& top : root.kind == Node::Kind::kAlt ? root.kids : std::vector<Node>{root}) {
       const bool seq = top.kind == Node::Kind::kSeq && !top.kids.empty();
       padded |= !(seq && top.kids.front().kind == Node::Kind::kBegin) || !(seq && top.kids.back().kind == Node::Kind::kEnd);
     }
-    if (padded) {
+    if (padded || nested_unbounded(root, false)) {
       constexpr size_t kMaxSearchDfaStates = 256;
       if (auto dfa = regex_search_dfa(b, pattern, opts.encoding, kMaxSearchDfaStates); dfa.ok()) return dfa;
     }
