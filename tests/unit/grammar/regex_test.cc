@@ -68,8 +68,10 @@ const char* kPatterns[] = {
     "[^-]*", "\\.", "a{1,2}b{0,1}", "^-?\\d+(\\.\\d+)?$", "^[a-z0-9_-]{1,3}$", "\\x61", "\\u0062", "[\\x30-\\x32]",
     "^$", "", "a{,2}", "}", "]",
 };
-// Anchored with a nested unbounded repetition: determinised like the unanchored ones (regex.cc).
-const char* kNestedPatterns[] = {"^(a[b-]*)*c$", "^(?:a+|b)+$", "^(a*)*$", "^(-?[a.]+)+\\.?$"};
+// Anchored with an unbounded repetition of a body that can be empty: determinised like the unanchored
+// ones (regex.cc); and nested ones that keep their rules.
+const char* kNestedPatterns[] = {"^(a?[b-]*)*c$",    "^(?:a*|b)+$",  "^(a*)*$",
+                                 "^(-?[a.]*)+\\.?$", "^(a[b-]*)*c$", "^(/[^/]+)*$"};
 
 // keel's whole-text and search forms of `pat` accept exactly what PCRE2 matches, on every input (the
 // first 3 mismatches of each form are reported).
