@@ -404,6 +404,30 @@ class Emitter {
   std::optional<Symbol> any_text_;
 };
 
+bool nullable(const Node& n) {
+  switch (n.kind) {
+    case Node::Kind::kClass: return false;
+    case Node::Kind::kRepeat: return n.min == 0 || nullable(n.kids[0]);
+    case Node::Kind::kAlt:
+      for (const Node& k : n.kids)
+        if (nullable(k)) return true;
+      return false;
+    default:  // a sequence, an anchor
+      for (const Node& k : n.kids)
+        if (!nullable(k)) return false;
+      return true;
+  }
+}
+
+// Whether an unbounded repetition's body can match the empty string (`([a-z]*)*`, `(a?b*)+`): a
+// string then splits among the copies in unboundedly many ways.
+bool loops_on_empty(const Node& n) {
+  if (n.kind == Node::Kind::kRepeat && n.max < 0 && nullable(n.kids[0])) return true;
+  for (const Node& k : n.kids)
+    if (loops_on_empty(k)) return true;
+  return false;
+}
+
 }  // namespace
 
 Result<regex_detail::Node> regex_detail::parse_regex(std::string_view pattern) { return Parser(pattern).parse(); }
@@ -414,13 +438,21 @@ Result<Symbol> regex_to_symbol(GrammarBuilder& b, std::string_view pattern, cons
   // ambiguous: the Earley columns of such a string keep items for every place the match may have
   // started, so no two columns share a state and every token walk steps the parser. Determinised
   // instead when the DFA stays small (same language: the NFA behind it is the one the key sets use).
+  // An anchored pattern with an unbounded repetition of a body that can match the empty string
+  // (`([\/\w .-]*)*`, MaskBench's URL pattern) is ambiguous the same way: a string splits among the
+  // copies in many ways, the columns keep an item per split, and no two share a state (a walk
+  // visited the whole vocabulary trie, 190,000 nodes and ~800 parser steps, 2-15 ms per mask).
+  // Determinised too. Other anchored patterns keep their rules: a fixed-length one (a UUID) or
+  // `(/[^/]+)*` converges as rules, and its positions classify several characters at once where a
+  // DFA's rules end after each character (determinising every anchored pattern raised the p50;
+  // every one with a nested repetition, `(/[^/]+)*` included, made some masks slower).
   if (opts.search) {
     bool padded = false;
     for (const Node& top : root.kind == Node::Kind::kAlt ? root.kids : std::vector<Node>{root}) {
       const bool seq = top.kind == Node::Kind::kSeq && !top.kids.empty();
       padded |= !(seq && top.kids.front().kind == Node::Kind::kBegin) || !(seq && top.kids.back().kind == Node::Kind::kEnd);
     }
-    if (padded) {
+    if (padded || loops_on_empty(root)) {
       constexpr size_t kMaxSearchDfaStates = 256;
       if (auto dfa = regex_search_dfa(b, pattern, opts.encoding, kMaxSearchDfaStates); dfa.ok()) return dfa;
     }

@@ -51,6 +51,10 @@ class StateTable {
   // Text run of s (StateWalker::text_run) plus one; 0 when not known yet.
   uint8_t text_run(State s) const { return row(s).text_run.load(std::memory_order_relaxed); }
   void set_text_run(State s, uint8_t v) { row(s).text_run.store(v, std::memory_order_relaxed); }
+  // Whether every text string from s stays alive (StateWalker::text_live): 0 not known yet, 1 no,
+  // 2 yes.
+  uint8_t text_live(State s) const { return row(s).text_live.load(std::memory_order_relaxed); }
+  void set_text_live(State s, uint8_t v) { row(s).text_live.store(v, std::memory_order_relaxed); }
   // Marks every byte outside `live` dead from s (once per state: the column's scannable bytes are known
   // as soon as the parser stands there, so later walks need no parser step to reject a byte).
   void fill_dead(State s, const std::bitset<256>& live);
@@ -67,6 +71,7 @@ class StateTable {
     std::atomic<uint8_t> plain_run{0};
     std::atomic<uint8_t> text_run{0};
     std::atomic<uint8_t> dead_filled{0};
+    std::atomic<uint8_t> text_live{0};
   };
   struct KeyHash {
     using is_transparent = void;

@@ -1,5 +1,7 @@
 #include "grammar/state_walker.h"
 
+#include <string>
+
 #include "base/check.h"
 #include "base/utf8.h"
 
@@ -28,6 +30,7 @@ StateWalker::Step StateWalker::step_slow(uint32_t d, uint8_t b) {
     }
   }
   // Miss: bring the parser to path[0, d), then take b.
+  ++misses_;
   parser_.pop_bytes(pushed_ - synced_);
   pushed_ = synced_;
   for (; pushed_ < d; ++pushed_) KEEL_CHECK(parser_.push_byte(path_[pushed_]), "walked path no longer parses");
@@ -157,11 +160,90 @@ bool StateWalker::accepts_subtree(const VocabTrie& trie, uint32_t i) {
   // A subtree too small to be worth looking up the state's loop for is walked.
   constexpr uint32_t kLoopWorth = 16;
   if (trie.nodes()[i].subtree_end - i < kLoopWorth) return false;
+  const StateTable::State s = state_[d];
+  if (s == StateTable::kNone || s == StateTable::kDead) return false;
+  // A state every text string leaves alive takes every text subtree (searched, like a text run,
+  // only for a subtree worth it; a known answer is always used).
+  if (trie.text_height(i) != 0) {
+    const uint8_t live = table_.text_live(s);
+    if (live == 2 || (live == 0 && trie.nodes()[i].subtree_end - i >= kTextWorth && text_live(d))) return true;
+  }
   // The node's own byte must lead back to the state (one row read), or no loop holds the subtree:
   // a state that moves on (a counter's next count, a pattern's next part) pays nothing more.
-  const StateTable::State s = state_[d];
-  if (s == StateTable::kNone || table_.next(s, trie.nodes()[i].byte) != s) return false;
+  if (table_.next(s, trie.nodes()[i].byte) != s) return false;
   return loops_all(d, trie.subtree_classes(i));
+}
+
+bool StateWalker::text_live(uint32_t d) {
+  const StateTable::State s = state_[d];
+  if (s == StateTable::kNone || s == StateTable::kDead) return false;
+  if (const uint8_t known = table_.text_live(s); known != 0) return known == 2;
+  // Only a state that loops on some plain byte is searched (a search pattern's, a URL host's): a
+  // counter's or a key prefix's state moves on at every byte, and text from it meets a new state
+  // per character, which the search would step the parser for until its bound. A transition not
+  // known yet is stepped (one parser step fills every byte the column cannot tell from it). A
+  // search pattern anchored at one alternative's start (`^dev|alpha`) loops one byte later: the
+  // state the last byte not looping led to is asked the same for that byte.
+  bool loops = false;
+  int moved = -1;
+  for (int b = 0x20; b < 0x7f && !loops; ++b) {
+    if (!VocabTrie::plain(static_cast<uint8_t>(b))) continue;
+    StateTable::State n = table_.next(s, static_cast<uint8_t>(b));
+    if (n == StateTable::kUnknown) n = step(d, static_cast<uint8_t>(b)).state;
+    loops = n == s;
+    if (n != StateTable::kDead && n != StateTable::kNone) moved = b;
+  }
+  if (!loops && moved >= 0) {
+    const StateTable::State n = step(d, static_cast<uint8_t>(moved)).state;
+    loops = n != StateTable::kNone && step(d + 1, static_cast<uint8_t>(moved)).state == n;
+  }
+  const bool live = loops && search_text_live(d);
+  table_.set_text_live(s, live ? 2 : 1);
+  return live;
+}
+
+bool StateWalker::search_text_live(uint32_t d) {
+  // Breadth first over (state, UTF-8 bytes left, the next one's range); each found with the bytes
+  // that reach it from depth d, stepped again to stand there (table reads: they were stepped before).
+  struct Node {
+    StateTable::State state;
+    uint8_t rem, lo, hi;
+    std::string path;
+  };
+  std::vector<Node> todo{{state_[d], 0, 0, 0, std::string()}};
+  std::unordered_set<uint64_t> seen{static_cast<uint64_t>(state_[d]) << 32};
+  auto add = [&](StateTable::State n, uint8_t rem, uint8_t lo, uint8_t hi, const std::string& path, uint8_t b) {
+    if (n == StateTable::kDead || n == StateTable::kNone) return false;
+    const uint64_t key = static_cast<uint64_t>(n) << 32 | static_cast<uint64_t>(rem) << 16 | lo << 8 | hi;
+    if (seen.insert(key).second) todo.push_back({n, rem, lo, hi, path + static_cast<char>(b)});
+    return true;
+  };
+  const uint64_t misses0 = misses_;
+  for (size_t k = 0; k < todo.size(); ++k) {
+    if (todo.size() > kTextLiveStates || misses_ - misses0 > kTextLiveMisses) return false;
+    const Node node = todo[k];
+    const auto at = d + static_cast<uint32_t>(node.path.size());
+    for (uint32_t j = 0; j < node.path.size(); ++j) step(d + j, static_cast<uint8_t>(node.path[j]));
+    if (node.rem == 0) {
+      for (int b = 0x20; b < 0x7f; ++b)
+        if (VocabTrie::plain(static_cast<uint8_t>(b)) &&
+            !add(step(at, static_cast<uint8_t>(b)).state, 0, 0, 0, node.path, static_cast<uint8_t>(b)))
+          return false;
+      for (int b = 0xC2; b <= 0xF4; ++b) {
+        const base::Utf8Lead lead = base::utf8_lead(static_cast<uint8_t>(b));
+        if (!add(step(at, static_cast<uint8_t>(b)).state, static_cast<uint8_t>(lead.length - 1), lead.lo, lead.hi,
+                 node.path, static_cast<uint8_t>(b)))
+          return false;
+      }
+    } else {
+      const auto rem = static_cast<uint8_t>(node.rem - 1);
+      for (int c = node.lo; c <= node.hi; ++c)
+        if (!add(step(at, static_cast<uint8_t>(c)).state, rem, rem == 0 ? 0 : 0x80, rem == 0 ? 0 : 0xBF, node.path,
+                 static_cast<uint8_t>(c)))
+          return false;
+    }
+  }
+  return true;
 }
 
 bool StateWalker::loops_all(uint32_t d, uint64_t classes) {
@@ -199,6 +281,7 @@ uint32_t StateWalker::accepted_until(const VocabTrie& trie, uint32_t i, uint32_t
     const uint32_t e = trie.text_span_end(i), d = trie.nodes()[i].depth - 1;
     const StateTable::State s = state_[d];
     if (e <= limit && e != trie.nodes()[i].subtree_end && s != StateTable::kNone && s != StateTable::kDead) {
+      if (table_.text_live(s) == 2) return e;
       const uint8_t known = table_.text_run(s);
       const uint32_t run = known != 0 ? known - 1u : e - i >= 256 ? text_run(d) : 0;
       if (trie.text_span_height(i) <= run) return e;

@@ -90,9 +90,17 @@ class StateWalker {
   // on). Each class is settled by stepping its bytes once per state and walker (replacing the path
   // from depth d on).
   bool loops_all(uint32_t d, uint64_t classes);
+  // Whether every text string (VocabTrie::text_height: plain bytes and UTF-8 characters, the last
+  // possibly cut short) from the state at depth d stays alive, whichever states it passes: the states
+  // text reaches from there are searched (up to kTextLiveStates), each stepped on every plain byte,
+  // lead byte and continuation, none dead. A search pattern's DFA (`.*response.*`: 'r' moves on and
+  // comes back) takes any text; so does a determinised URL loop. Once per state (StateTable).
+  bool text_live(uint32_t d);
+  static constexpr size_t kTextLiveStates = 128, kTextLiveMisses = 64;
   // Whether trie node i's whole subtree is accepted from the state at depth i.depth - 1 without
-  // visiting it: its plain height or its text height is within the state's run, or its bytes' classes
-  // are all loop classes of the state (every token of it stays in the state, alive).
+  // visiting it: its plain height or its text height is within the state's run, it is text and the
+  // state text-live, or its bytes' classes are all loop classes of the state (every token of it
+  // stays in the state, alive).
   bool accepts_subtree(const VocabTrie& trie, uint32_t i);
   // The same for node i and the text siblings after it (VocabTrie::text_span_end), up to `limit`: the
   // node index where the accepted run ends (i when nothing is accepted). Its tokens are
@@ -104,6 +112,7 @@ class StateWalker {
   // Every continuation of a UTF-8 character from the state at depth d (rem bytes left, the next in
   // [lo, hi]) leads to `target`.
   bool continuations_reach(uint32_t d, uint32_t rem, uint8_t lo, uint8_t hi, StateTable::State target);
+  bool search_text_live(uint32_t d);
 
   EarleyParser& parser_;
   StateTable& table_;
@@ -111,6 +120,7 @@ class StateWalker {
   std::vector<uint8_t> path_;
   uint32_t pushed_ = 0;  // path bytes the parser holds beyond base_
   uint32_t synced_ = 0;  // of which the first synced_ are still the walked path
+  uint64_t misses_ = 0;  // parser steps taken (step_slow misses)
   // continuations_reach: (state, target << 32 | rem << 16 | lo << 8 | hi) verified. A hash set: a
   // long counter's first mask checks ~16 chain states' UTF-8 continuations in one walker, and a
   // list scanned at every call took a third of text_run's time there (perf, session 9).

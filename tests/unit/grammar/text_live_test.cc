@@ -1,0 +1,112 @@
+// Session 10's walk shortcuts for pattern positions, against the plain-parser walk:
+//  - text-live states (StateWalker::text_live): a state from which every text string stays alive,
+//    whichever states it passes (a search pattern's DFA: `.*response.*` moves on at 'r' and comes
+//    back), takes every text subtree without visiting it;
+//  - anchored patterns with a nested unbounded repetition are determinised (regex_to_symbol), so a
+//    string under MaskBench's URL pattern converges to a few states instead of a new one per byte.
+// Masks of strings under such patterns — cold, from caches of their own, then warm — must equal the
+// reference walk (mask_reference.h), SmolLM2 and Llama 3; texts hold accented, CJK and emoji text.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "grammar/compile.h"
+#include "grammar/mask_cache.h"
+#include "grammar/matcher.h"
+#include "unit/grammar/mask_reference.h"
+
+namespace keel::grammar::test {
+namespace {
+
+constexpr const char* kUrlPattern = R"(^(https?:\\/\\/)?([\\da-z\\.-]+)\\.([a-z\\.]{2,6})([\\/\\w \\.-]*)*\\/?$)";
+
+std::string schema_of(const std::string& pattern) {
+  return R"({"type":"object","properties":{"s":{"type":"string","pattern":")" + pattern +
+         R"("}},"required":["s"],"additionalProperties":false})";
+}
+
+struct Case {
+  std::string schema;
+  std::vector<std::string> texts;  // accepted outputs, masks compared at every token
+};
+
+std::vector<Case> cases() {
+  return {
+      // Search patterns (determinised, unanchored): every state text-live.
+      {schema_of("response"), {"{\"s\":\"the response \u65e5\u672c caf\u00e9 \\\"q\\\" \U0001F600 end\"}"}},
+      {schema_of("[0-9a-fA-F]+"), {"{\"s\":\"zz \u00fcber 12ab \u4e2d\u6587 xyz\"}"}},
+      // One alternative anchored at the start: the start state moves on at every byte and loops one
+      // byte later (MaskBench o89915).
+      {schema_of("^dev|alpha|beta|rc|RC|stable$"), {"{\"s\":\"na\u00efve beta build \u00e9t\u00e9\"}", "{\"s\":\"dev\"}"}},
+      // Text-live must fail: é's lead byte is alive, its continuation is not; '/' is dead twice.
+      {schema_of("^[^\\u00e9]+$"), {"{\"s\":\"caf na\u00efve \u65e5\u672c \u00fcber\"}"}},
+      {schema_of("^(/[^/]+)+$"), {"{\"s\":\"/caf\u00e9/\u65e5\u672c \u8a9e/x y\"}"}},
+      // Ambiguous anchored URL pattern (MaskBench o42552, o82974): determinised.
+      {schema_of(kUrlPattern), {R"({"s":"https://www.example.com/some path/to-page.html"})", R"({"s":"en.wikipedia.org"})"}},
+      // A key by search pattern beside names, and values under a search pattern.
+      {R"({"type":"object","properties":{"name":{"type":"string"}},"patternProperties":{"[a-zA-Z0-9-_]+":{"type":"string","pattern":"x"}},"additionalProperties":false})",
+       {"{\"name\":\"x1\",\"Client-\u00e9\":\"\u00e9x\u00e9\",\"k_1\":\"axb\"}"}},
+  };
+}
+
+void check_vocabulary(const std::string& name) {
+  RealVocab v = load_real_vocab(name);
+  ASSERT_NE(v.trie, nullptr);
+  int n_compared = 0;
+  for (const Case& c : cases()) {
+    auto g = compile_grammar({.kind = GrammarSpec::Kind::kJsonSchema, .source = c.schema});
+    ASSERT_TRUE(g.ok()) << c.schema << ": " << g.status().to_string();
+    auto masks = std::make_shared<TokenMaskCache>(std::move(g).value(), v.trie);  // nothing shared
+    for (const std::string& text : c.texts) {
+      const std::vector<int32_t> ids = v.tok->encode(text, {.add_special = false, .parse_special = false});
+      std::vector<uint32_t> mask(masks->n_mask_words());
+      for (int pass = 0; pass < 2; ++pass) {  // cold, then warm
+        GrammarMatcher m(masks);
+        std::string prefix;
+        for (size_t i = 0; i <= ids.size(); ++i) {
+          m.fill_mask(mask);
+          if (pass == 0 || i % 4 == 0) {
+            const int diff = count_differences(mask, reference_mask(masks->grammar(), *v.trie, prefix));
+            ++n_compared;
+            ASSERT_EQ(diff, 0) << name << " " << c.schema << " pass " << pass << " after '" << prefix << "'";
+          }
+          if (i == ids.size()) break;
+          ASSERT_TRUE(m.accept_token(ids[i])) << text << " step " << i;
+          prefix += v.trie->vocab().token_bytes[ids[i]];
+        }
+        EXPECT_TRUE(m.can_end()) << text;
+      }
+    }
+  }
+  std::printf("%s: %d masks equal the reference walk\n", name.c_str(), n_compared);
+}
+
+TEST(TextLive, MasksEqualParserWalkSmolLM2) { check_vocabulary("smollm"); }
+
+TEST(TextLive, MasksEqualParserWalkLlama3) { check_vocabulary("llama-bpe"); }
+
+// The URL pattern's host and path loop: 40 more letters of a host meet no new parser state once the
+// pattern is determinised (as rules, every byte made new columns: a walk of the whole trie per mask).
+TEST(TextLive, AmbiguousAnchoredPatternConverges) {
+  auto g = compile_grammar({.kind = GrammarSpec::Kind::kJsonSchema, .source = schema_of(kUrlPattern)});
+  ASSERT_TRUE(g.ok()) << g.status().to_string();
+  Vocabulary vocab;
+  vocab.token_bytes = {"a", "."};
+  auto masks = std::make_shared<TokenMaskCache>(std::move(g).value(), std::make_shared<const VocabTrie>(std::move(vocab)));
+  GrammarMatcher m(masks);
+  ASSERT_TRUE(m.accept_bytes(R"({"s":"https://www.example.)"));
+  std::vector<uint32_t> mask(masks->n_mask_words());
+  auto letters = [&](int n) {
+    for (int k = 0; k < n; ++k) {
+      ASSERT_TRUE(m.accept_bytes("x"));
+      m.fill_mask(mask);
+    }
+  };
+  letters(20);
+  const size_t states = masks->states().size();
+  letters(40);
+  EXPECT_EQ(masks->states().size(), states);
+}
+
+}  // namespace
+}  // namespace keel::grammar::test
