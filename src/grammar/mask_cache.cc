@@ -19,6 +19,7 @@ TokenMaskCache::TokenMaskCache(std::shared_ptr<const CompiledGrammar> grammar, s
       // counter's, shared_classes.cc) still share a classification.
       shared_(shared != nullptr ? std::move(shared) : std::make_shared<SharedClassifications>(16 << 20)),
       max_finished_(mask_budget_bytes / (std::max<size_t>(1, n_mask_words()) * sizeof(uint32_t))) {
+  states_.attach_shapes(*grammar_);
   const Grammar& g = grammar_->grammar();
   grammar_bytes_ = g.byte_sets.size() * sizeof(ByteSet) + g.n_symbols() * sizeof(Symbol) + g.rules.size() * sizeof(Rule) +
                    grammar_->n_positions() * (sizeof(FlatSymbol) + sizeof(uint32_t)) +

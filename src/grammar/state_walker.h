@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "grammar/earley.h"
+#include "grammar/state_shapes.h"
 #include "grammar/state_table.h"
 #include "grammar/vocab_trie.h"
 
@@ -101,6 +102,8 @@ class StateWalker {
 
  private:
   Step step_slow(uint32_t d, uint8_t b);
+  // The run (plus one) known for a state of s's shape (state_shapes.h), kept for s; 0 when none.
+  uint8_t shared_run(StateTable::State s, StateShapes::Run run);
   // Every continuation of a UTF-8 character from the state at depth d (rem bytes left, the next in
   // [lo, hi]) leads to `target`.
   bool continuations_reach(uint32_t d, uint32_t rem, uint8_t lo, uint8_t hi, StateTable::State target);
