@@ -4,8 +4,9 @@
 //    strings of one bound stand in many contexts (object keys, array items, nested objects, a
 //    string beside a pattern in anyOf, UTF-8 and escapes), and shared runs were used;
 //  - a GBNF grammar where one sub-rule's text continues differently after it in two contexts
-//    (`"[" s s` takes 8 characters, `"(" s` 4): the context is read by text there, so the two
-//    chains must not share runs, whichever is walked first.
+//    (`"[" s s` takes 40 characters, `"(" s` 20; s is exactly 20, so inside it the two states differ
+//    only in s's origin): the context is read by text there, so the two chains must not share
+//    runs, whichever is walked first.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -66,9 +67,10 @@ void check_vocab(const std::string& name) {
   EXPECT_GT(object, 0u);
   // Text continues after s by the context: 8 characters after '[', 4 after '('. Both orders.
   const std::string gbnf = R"gbnf(root ::= "[" s s | "(" s
-s ::= [^"\\\x00-\x1f]{0,4})gbnf";
-  check(v, gbnf, {"[abcdefgh", "(abcd", "(ab"}, GrammarSpec::Kind::kGbnf);
-  check(v, gbnf, {"(abcd", "[abcdefgh", "[abc"}, GrammarSpec::Kind::kGbnf);
+s ::= [^"\\\x00-\x1f]{20})gbnf";
+  const std::string forty = "[the quick brown fox jumps over the lazy ", twenty = "(pack my box with fiv";
+  check(v, gbnf, {forty, twenty, "(" + std::string(20, '=')}, GrammarSpec::Kind::kGbnf);
+  check(v, gbnf, {twenty, forty, "[" + std::string(40, '-')}, GrammarSpec::Kind::kGbnf);
   std::printf("%s: shared runs used %llu\n", name.c_str(), static_cast<unsigned long long>(object));
 }
 
