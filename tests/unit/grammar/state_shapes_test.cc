@@ -3,6 +3,8 @@
 //  - every mask equals the plain-parser reference walk (mask_reference.h) along instances where
 //    strings of one bound stand in many contexts (object keys, array items, nested objects, a
 //    string beside a pattern in anyOf, UTF-8 and escapes), and shared runs were used;
+//  - subschemas that differ only in annotations (title, description) compile to one rule, so their
+//    states share shapes (schema_compiler.cc);
 //  - a GBNF grammar where one sub-rule's text continues differently after it in two contexts
 //    (`"[" s s` takes 40 characters, `"(" s` 20; s is exactly 20, so inside it the two states differ
 //    only in s's origin): the context is read by text there, so the two chains must not share
@@ -54,9 +56,10 @@ void check_vocab(const std::string& name) {
   const RealVocab v = load_real_vocab(name);
   ASSERT_NE(v.trie, nullptr);
   const std::string str = R"({"type":"string","maxLength":40})";
+  const std::string titled = R"({"type":"string","maxLength":40,"title":"B","description":"another one"})";
   const uint64_t object =
       check(v,
-            R"({"type":"object","properties":{"a":)" + str + R"(,"b":)" + str + R"(,"c":{"anyOf":[)" + str +
+            R"({"type":"object","properties":{"a":)" + str + R"(,"b":)" + titled + R"(,"c":{"anyOf":[)" + str +
                 R"(,{"type":"string","pattern":"^[0-9]+x$"}]},"d":{"type":"object","properties":{"e":)" + str +
                 R"(}},"f":{"type":"array","items":)" + str + R"(}},"additionalProperties":false})",
             {R"({"a":"the first value here","b":"caf)"
@@ -72,6 +75,21 @@ s ::= [^"\\\x00-\x1f]{20})gbnf";
   check(v, gbnf, {forty, twenty, "(" + std::string(20, '=')}, GrammarSpec::Kind::kGbnf);
   check(v, gbnf, {twenty, forty, "[" + std::string(40, '-')}, GrammarSpec::Kind::kGbnf);
   std::printf("%s: shared runs used %llu\n", name.c_str(), static_cast<unsigned long long>(object));
+}
+
+TEST(StateShapes, AnnotationsShareRules) {
+  auto rules = [](const std::string& b_title) {
+    auto g = compile_grammar({.kind = GrammarSpec::Kind::kJsonSchema,
+                              .source = R"({"type":"object","properties":{"a":{"type":"string","maxLength":40},)"
+                                        R"("b":{"type":"string","maxLength":40)" +
+                                        b_title + R"(}},"required":["a","b"]})"});
+    EXPECT_TRUE(g.ok());
+    return g.ok() ? (*g)->grammar().rules.size() : size_t{0};
+  };
+  const size_t bare = rules("");
+  EXPECT_GT(bare, 0u);
+  EXPECT_EQ(rules(R"(,"title":"B","description":"the second","examples":["x"],"$comment":"c")"), bare);
+  EXPECT_GT(rules(R"(,"minLength":1)"), bare);  // an assertion still makes b a rule of its own
 }
 
 TEST(StateShapes, MasksEqualParserWalkSmolLM2) { check_vocab("smollm"); }
