@@ -68,7 +68,7 @@ uint32_t StateShapes::shape(const StateTable& table, uint32_t s, uint32_t depth)
     auto [it, inserted] = ids_.try_emplace(std::move(k), static_cast<uint32_t>(ids_.size()));
     if (inserted) {
       key_bytes_ += it->first.size() + sizeof(std::string) + 3 * sizeof(void*);
-      for (auto& r : runs_) r.push_back(0);
+      runs_.push_back(0);
     }
     id = it->second;
   } else if (depth > kMaxDepth / 2) {
@@ -83,26 +83,26 @@ uint32_t StateShapes::shape(const StateTable& table, uint32_t s, uint32_t depth)
   return id;
 }
 
-uint8_t StateShapes::known(const StateTable& table, uint32_t s, Run run) {
+uint8_t StateShapes::known(const StateTable& table, uint32_t s) {
   std::lock_guard<std::mutex> lock(mu_);
   const uint32_t id = shape(table, s, 0);
-  const uint8_t v = id == kNoShape ? 0 : runs_[static_cast<int>(run)][id];
+  const uint8_t v = id == kNoShape ? 0 : runs_[id];
   hits_ += v != 0;
   return v;
 }
 
-void StateShapes::note(const StateTable& table, uint32_t s, Run run, uint8_t value) {
+void StateShapes::note(const StateTable& table, uint32_t s, uint8_t value) {
   std::lock_guard<std::mutex> lock(mu_);
   const uint32_t id = shape(table, s, 0);
   if (id == kNoShape) return;
-  uint8_t& v = runs_[static_cast<int>(run)][id];
+  uint8_t& v = runs_[id];
   v = std::max(v, value);
 }
 
 size_t StateShapes::memory_bytes() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return blocked_.size() + (shape_of_.capacity() + anchor_of_.capacity()) * sizeof(uint32_t) + key_bytes_ +
-         2 * runs_[0].capacity();
+  // blocked_ is grammar-sized, counted with the grammar (TokenMaskCache); this is what states add.
+  return (shape_of_.capacity() + anchor_of_.capacity()) * sizeof(uint32_t) + key_bytes_ + runs_.capacity();
 }
 
 }  // namespace keel::grammar

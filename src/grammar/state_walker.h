@@ -102,8 +102,8 @@ class StateWalker {
 
  private:
   Step step_slow(uint32_t d, uint8_t b);
-  // The run (plus one) known for a state of s's shape (state_shapes.h), kept for s; 0 when none.
-  uint8_t shared_run(StateTable::State s, StateShapes::Run run);
+  // The text run (plus one) known for a state of s's shape (state_shapes.h), kept for s; 0 when none.
+  uint8_t shared_text_run(StateTable::State s);
   // Every continuation of a UTF-8 character from the state at depth d (rem bytes left, the next in
   // [lo, hi]) leads to `target`.
   bool continuations_reach(uint32_t d, uint32_t rem, uint8_t lo, uint8_t hi, StateTable::State target);
