@@ -61,6 +61,7 @@ bool GrammarMatcher::fill_by_count(std::span<uint32_t> bitmask) {
   const StateTable::State s = parser_.state();
   if (table.text_run(s) == 1) return false;  // known: s does not take every text character alike
   StateWalker walk(parser_, table);
+  walk.share_text_runs();
   chain_.assign(1, s);
   uint32_t L = 0;
   while (L < kDepth && walk.text_run(L) > 0) {
