@@ -17,6 +17,7 @@
 #include <string_view>
 
 #include "grammar/matcher.h"
+#include "grammar/state_shapes.h"
 #include "grammar/state_walker.h"
 #include "grammar/text_counts.h"
 
@@ -33,6 +34,25 @@ constexpr size_t kExitStates = 4;
 
 }  // namespace
 
+// Every chain state takes every text character alike into the next, so c_j surely takes kDepth - j +
+// deep_run characters: kept for it and its shape (state_shapes.h) where longer than what its own
+// search found, so the first mask of the same string in another context finds c_kDepth's run as long
+// as a later mask here found it (a 4-state search's bound left most deep nodes to be walked).
+void GrammarMatcher::raise_chain_runs(uint32_t deep_run) {
+  constexpr uint32_t kDepth = TextCounts::kDepth;
+  constexpr uint32_t kLongest = 253;  // 254 means a loop (unbounded): not claimed here
+  StateTable& table = masks_->states();
+  StateShapes* shapes = table.shapes();
+  for (uint32_t j = 0; j <= kDepth && j < chain_.size(); ++j) {
+    const StateTable::State c = chain_[j];
+    if (c == StateTable::kNone || c == StateTable::kDead) continue;
+    const auto run = static_cast<uint8_t>(std::min(kLongest, kDepth - j + deep_run) + 1);
+    if (table.text_run(c) >= run) continue;
+    table.set_text_run(c, run);
+    if (shapes != nullptr) shapes->note(table, c, run);
+  }
+}
+
 bool GrammarMatcher::fill_by_count(std::span<uint32_t> bitmask) {
   constexpr uint32_t kDepth = TextCounts::kDepth;
   const VocabTrie& trie = masks_->trie();
@@ -41,6 +61,7 @@ bool GrammarMatcher::fill_by_count(std::span<uint32_t> bitmask) {
   const StateTable::State s = parser_.state();
   if (table.text_run(s) == 1) return false;  // known: s does not take every text character alike
   StateWalker walk(parser_, table);
+  walk.share_text_runs();
   chain_.assign(1, s);
   uint32_t L = 0;
   while (L < kDepth && walk.text_run(L) > 0) {
@@ -56,6 +77,7 @@ bool GrammarMatcher::fill_by_count(std::span<uint32_t> bitmask) {
   if (!ended && L < kDepth) return false;  // c_L takes some text characters, not all alike
   // Past kDepth: how many more characters any deep node's text takes (searched a few states deep).
   const uint32_t deep_run = ended ? 0 : walk.text_run(kDepth, kDeepSearch);
+  if (deep_run > 0) raise_chain_runs(deep_run);
   ++count_walks_;
   const std::vector<uint32_t>& text = counts.upto(L);
   const size_t n_words = masks_->n_mask_words();

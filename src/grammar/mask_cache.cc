@@ -19,9 +19,12 @@ TokenMaskCache::TokenMaskCache(std::shared_ptr<const CompiledGrammar> grammar, s
       // counter's, shared_classes.cc) still share a classification.
       shared_(shared != nullptr ? std::move(shared) : std::make_shared<SharedClassifications>(16 << 20)),
       max_finished_(mask_budget_bytes / (std::max<size_t>(1, n_mask_words()) * sizeof(uint32_t))) {
+  states_.attach_shapes(*grammar_);
   const Grammar& g = grammar_->grammar();
-  grammar_bytes_ = g.byte_sets.size() * sizeof(ByteSet) + g.n_symbols() * sizeof(Symbol) + g.rules.size() * sizeof(Rule) +
-                   grammar_->n_positions() * (sizeof(FlatSymbol) + sizeof(uint32_t)) +
+  grammar_bytes_ = g.byte_sets.size() * sizeof(ByteSet) + g.n_symbols() * sizeof(Symbol) +
+                   g.rules.size() * sizeof(Rule) +
+                   // + 1: the states' shapes mark each position (StateShapes, counted here as grammar-sized)
+                   grammar_->n_positions() * (sizeof(FlatSymbol) + sizeof(uint32_t) + 1) +
                    grammar_->n_rules() * (sizeof(std::vector<uint32_t>) + 1);
   for (const KeyComplement& k : g.key_complements)
     key_starts_.try_emplace(grammar_->alt_starts(k.key)[0] + 1, grammar_->alt_starts(k.any_key)[0] + 1, &k.closers);

@@ -56,6 +56,8 @@ class GrammarMatcher {
   // count_walk.cc: the mask of a state that counts text characters from the vocabulary's
   // TextCounts; false when the state does not.
   bool fill_by_count(std::span<uint32_t> bitmask);
+  // count_walk.cc: the text runs the chain proves for its states (c_j: kDepth - j + deep_run).
+  void raise_chain_runs(uint32_t deep_run);
   // Marks the tokens of trie node `root`'s subtree the parse takes; the walk stands at root's parent.
   void walk_below(StateWalker& walk, uint32_t root, std::span<uint32_t> bitmask);
   void mark_subtree(StateWalker& walk, uint32_t top, StateTable::State at, std::span<uint32_t> bitmask);

@@ -22,6 +22,22 @@ constexpr std::array<std::string_view, 48> kAssertions = {
     "if", "then", "else", "dependentRequired", "dependentSchemas", "dependencies", "propertyNames", "contains",
     "minContains", "maxContains", "multipleOf", "$dynamicRef", "$recursiveRef", kStringNotIn, kNotPattern, kNotInteger, kKeyPattern};
 
+// Annotations say nothing about which values are valid (keel reads none of them): subschemas that
+// differ only there compile to one symbol, so strings of one bound under different titles share their
+// rules, and their parser states share runs (state_shapes.h).
+constexpr std::array<std::string_view, 8> kAnnotations = {"title",   "description", "examples", "$comment",
+                                                          "default", "deprecated",  "readOnly", "writeOnly"};
+
+std::string memo_key(const Json& s) {
+  for (std::string_view a : kAnnotations) {
+    if (!s.contains(a)) continue;
+    Json bare = s;
+    for (std::string_view k : kAnnotations) bare.erase(std::string(k));
+    return bare.dump();
+  }
+  return s.dump();
+}
+
 Status unsupported(std::string_view keyword, const std::string& ptr, std::string_view detail = "") {
   return make_error(ErrorCode::kUnsupported, "JSON Schema keyword '{}' at '{}' is not supported{}{}", keyword,
                     ptr.empty() ? "#" : "#" + ptr, detail.empty() ? "" : ": ", detail);
@@ -74,7 +90,7 @@ Result<Symbol> SchemaCompiler::compile(const Json& s, const std::string& ptr, in
   if (s.is_boolean()) return s.get<bool>() ? any_value() : b_.never("false");
   if (!s.is_object())
     return make_error(ErrorCode::kInvalidArgument, "schema at '#{}' must be an object or a boolean", ptr);
-  std::string key = s.dump();
+  std::string key = memo_key(s);
   if (auto it = memo_.find(key); it != memo_.end()) return it->second;
   KEEL_ASSIGN_OR_RETURN(Symbol sym, compile_object_schema(s, ptr, depth));
   memo_.emplace(std::move(key), sym);

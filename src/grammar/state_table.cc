@@ -4,12 +4,23 @@
 
 #include <algorithm>
 
+#include "grammar/state_shapes.h"
+
 namespace keel::grammar {
 
 size_t StateTable::KeyHash::operator()(std::string_view s) const { return XXH3_64bits(s.data(), s.size()); }
 
 StateTable::StateTable(uint32_t max_states)
     : max_states_(std::min<uint32_t>({max_states, kRowUnknown, kChunk * kMaxChunks})) {}
+
+StateTable::~StateTable() = default;
+
+void StateTable::attach_shapes(const CompiledGrammar& grammar) { shapes_ = std::make_unique<StateShapes>(grammar); }
+
+std::string_view StateTable::key(State s) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return *keys_[s];
+}
 
 StateTable::State StateTable::intern(std::string_view key, uint8_t flags) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -25,8 +36,8 @@ StateTable::State StateTable::intern(std::string_view key, uint8_t flags) {
     flag_chunks_[id / kChunk] = owned_flags_.back().get();
   }
   flag_chunks_[id / kChunk][id % kChunk] = flags;
-  ids_.emplace(std::string(key), id);
-  key_bytes_ += key.size() + sizeof(std::string) + sizeof(State) + 2 * sizeof(void*);
+  keys_.push_back(&ids_.emplace(std::string(key), id).first->first);
+  key_bytes_ += key.size() + sizeof(std::string) + sizeof(State) + 3 * sizeof(void*);
   return id;
 }
 
@@ -49,8 +60,10 @@ size_t StateTable::size() const {
 }
 
 size_t StateTable::memory_bytes() const {
+  // The shapes' own lock is not taken under this one (StateShapes reads keys under its own).
+  const size_t shapes = shapes_ != nullptr ? shapes_->memory_bytes() : 0;
   std::lock_guard<std::mutex> lock(mu_);
-  return owned_.size() * kChunk * (sizeof(Row) + 1) + key_bytes_;
+  return owned_.size() * kChunk * (sizeof(Row) + 1) + key_bytes_ + shapes;
 }
 
 }  // namespace keel::grammar

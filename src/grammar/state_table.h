@@ -25,6 +25,9 @@
 
 namespace keel::grammar {
 
+class CompiledGrammar;
+class StateShapes;
+
 class StateTable {
  public:
   using State = uint32_t;
@@ -35,9 +38,18 @@ class StateTable {
 
   static constexpr uint32_t kMaxStates = 0xFFFD;  // the row encoding's limit
   explicit StateTable(uint32_t max_states = kMaxStates);
+  ~StateTable();
+  StateTable(const StateTable&) = delete;
+  StateTable& operator=(const StateTable&) = delete;
 
   // key: the column's sorted (pos << 32 | origin state) pairs, as bytes; a root column's key is its tag.
   State intern(std::string_view key, uint8_t flags);
+  // The key s was interned with (stable while the table lives).
+  std::string_view key(State s) const;
+  // Runs shared between states of one shape (state_shapes.h): attached once, before the table is
+  // shared, by the grammar's TokenMaskCache; nullptr for a bare table (runs found per state only).
+  void attach_shapes(const CompiledGrammar& grammar);
+  StateShapes* shapes() const { return shapes_.get(); }
   // Memoised transition (kUnknown when not computed yet); s must be a real state.
   State next(State s, uint8_t b) const {
     const uint16_t v = row(s).next[b].load(std::memory_order_acquire);
@@ -89,7 +101,9 @@ class StateTable {
   uint8_t* flag_chunks_[kMaxChunks] = {};
   std::vector<std::unique_ptr<Row[]>> owned_;
   std::vector<std::unique_ptr<uint8_t[]>> owned_flags_;
+  std::vector<const std::string*> keys_;  // [state]: its key in ids_
   size_t key_bytes_ = 0;  // interned keys and their map nodes
+  std::unique_ptr<StateShapes> shapes_;
 };
 
 }  // namespace keel::grammar

@@ -100,6 +100,7 @@ uint32_t StateWalker::text_run(uint32_t d, uint32_t budget) {
   const StateTable::State s = state_[d];
   if (s == StateTable::kNone || s == StateTable::kDead) return 0;
   if (const uint8_t known = table_.text_run(s); known != 0) return known - 1u;
+  if (const uint8_t shared = share_text_runs_ ? shared_text_run(s) : 0; shared != 0) return shared - 1u;
   if (budget == 0) return 0;
   // Every plain byte leads to one live state `next` (the plain run says so), and so does every
   // UTF-8 character, each byte of it stepped.
@@ -119,7 +120,17 @@ uint32_t StateWalker::text_run(uint32_t d, uint32_t budget) {
   }
   // A search cut off by the budget gives a lower bound, which is still a sound answer to keep.
   table_.set_text_run(s, static_cast<uint8_t>(run + 1));
+  if (StateShapes* shapes = table_.shapes(); shapes != nullptr && share_text_runs_)
+    shapes->note(table_, s, static_cast<uint8_t>(run + 1));
   return run;
+}
+
+uint8_t StateWalker::shared_text_run(StateTable::State s) {
+  StateShapes* shapes = table_.shapes();
+  if (shapes == nullptr) return 0;
+  const uint8_t v = shapes->known(table_, s);
+  if (v != 0) table_.set_text_run(s, v);  // kept for s itself: the next look-up is a row read
+  return v;
 }
 
 bool StateWalker::continuations_reach(uint32_t d, uint32_t rem, uint8_t lo, uint8_t hi, StateTable::State target) {

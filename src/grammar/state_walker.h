@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "grammar/earley.h"
+#include "grammar/state_shapes.h"
 #include "grammar/state_table.h"
 #include "grammar/vocab_trie.h"
 
@@ -85,6 +86,11 @@ class StateWalker {
   // byte class of every state of the chain once (their partial-character states are interned), so
   // the search is shallower than the plain run's; a lower bound where the chain is longer.
   uint32_t text_run(uint32_t d, uint32_t budget = 16);
+  // Looks text runs up by state shape (state_shapes.h) before searching, and keeps what a search
+  // finds there: for the count walk, whose chains repeat across contexts. Off by default: a look-up
+  // costs about a microsecond (the key read, hashed), which the median mask's walks would pay for
+  // every new state for nothing.
+  void share_text_runs() { share_text_runs_ = true; }
   // Whether every byte of the byte classes `classes` (VocabTrie::byte_class) leads from the state at
   // depth d back to that state: a pattern's loop (`[a-z0-9]+`, `.+` short of the byte that moves it
   // on). Each class is settled by stepping its bytes once per state and walker (replacing the path
@@ -109,6 +115,8 @@ class StateWalker {
 
  private:
   Step step_slow(uint32_t d, uint8_t b);
+  // The text run (plus one) known for a state of s's shape (state_shapes.h), kept for s; 0 when none.
+  uint8_t shared_text_run(StateTable::State s);
   // Every continuation of a UTF-8 character from the state at depth d (rem bytes left, the next in
   // [lo, hi]) leads to `target`.
   bool continuations_reach(uint32_t d, uint32_t rem, uint8_t lo, uint8_t hi, StateTable::State target);
@@ -118,6 +126,7 @@ class StateWalker {
   StateTable& table_;
   std::vector<StateTable::State> state_;  // [depth]: state after path[0, depth)
   std::vector<uint8_t> path_;
+  bool share_text_runs_ = false;
   uint32_t pushed_ = 0;  // path bytes the parser holds beyond base_
   uint32_t synced_ = 0;  // of which the first synced_ are still the walked path
   uint64_t misses_ = 0;  // parser steps taken (step_slow misses)
