@@ -27,6 +27,9 @@ struct CandidateView {
   // of the match is a prompt still in flight there (its prefill not done). -1: all of match (unknown).
   int64_t cached = -1;
   uint64_t id = 0;  // the replica's id (stable across decisions): the group's home (CacheAwareConfig::home_holder)
+  // Requests this router instance sent here since the replica's last pushed load (Replica::sent_since_push):
+  // `load` counts them CacheAwareConfig::instances times; a burst's shares count them once (policy_cache_aware.cc).
+  int64_t sent = 0;
 };
 
 struct RouteRequest {
@@ -184,9 +187,14 @@ struct CacheAwareConfig {
   // (the other instances are assumed to have sent as many meanwhile; Replica::load), the group's
   // arrivals this instance saw count n times in the burst guard (it sees 1/n of them), and ties
   // (equal work, load and match; free cache within 1/8) go to the replicas in a rotation started at
-  // instance x replicas / n, so the instances' simultaneous picks interleave. 1/1: the single router.
+  // instance x replicas / n, so the instances' simultaneous picks interleave. During a burst each
+  // instance fills its own share of the replicas (burst shares, policy_cache_aware.cc). 1/1: the
+  // single router.
   int64_t instance = 0;
   int64_t instances = 1;
+  // Burst shares (instances > 1 only): false keeps every instance on the whole fleet during bursts
+  // (`keel router --no-burst-shares`, Session 10's second step, for before/after comparisons).
+  bool burst_shares = true;
 
   Status validate() const;
   // Sets instance and instances from "i/n" (0 <= i < n).
