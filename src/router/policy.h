@@ -30,6 +30,7 @@ struct CandidateView {
   // Requests this router instance sent here since the replica's last pushed load (Replica::sent_since_push):
   // `load` counts them CacheAwareConfig::instances times; a burst's shares count them once (policy_cache_aware.cc).
   int64_t sent = 0;
+  bool drained = false;  // its last pushed load was below the one before (a completion: Replica::pushed_fell)
 };
 
 struct RouteRequest {

@@ -122,15 +122,17 @@ class CacheAware final : public Policy {
     if (config_.instances > 1 && config_.burst_shares) {
       std::vector<CandidateView> view(c.begin(), c.end());
       std::vector<char> own;
-      if (burst_shares(req, view, own)) return decide(req, view, own);
+      bool drained = false;
+      if (burst_shares(req, view, own, drained)) return decide(req, view, own, drained);
     }
-    return decide(req, c, {});
+    return decide(req, c, {}, false);
   }
 
  private:
   // The decision over candidates `c`; `own` (empty, or one flag per candidate): this instance's burst
-  // share, preferred among the candidates that keep the bound while any of it does.
-  Pick decide(const RouteRequest& req, std::span<const CandidateView> c, std::span<const char> own) {
+  // share (burst_shares); `drained`: a replica's last push fell (a completion), so the burst's picks are
+  // no longer all the fleet's news.
+  Pick decide(const RouteRequest& req, std::span<const CandidateView> c, std::span<const char> own, bool drained) {
     // The bound is over the replicas that compete on equal terms: the local ones when there are any
     // (an idle remote replica must not pin the least load at 0). Raw loads, i.e. real requests; the
     // region penalty only enters a remote candidate's own load.
@@ -171,14 +173,21 @@ class CacheAware final : public Policy {
     // more than the cap, or remote-only headroom), the least loaded candidates are the only ones that
     // move toward it.
     // Burst shares: the least busy of this instance's share (of the fleet when the share is over one
-    // above the least busy) take it; the count bound is not consulted on the predicted loads.
+    // above the least busy) take it; the count bound is not consulted on these predicted loads (it refused
+    // the own share whenever another instance was a pick ahead) until a replica drains: after a completion
+    // the gap is real and the least busy that keeps the bound takes the request, whoever's share.
     int64_t own_lo = std::numeric_limits<int64_t>::max();
     for (size_t k = 0; k < own.size(); ++k) {
       if (own[k] != 0 && in_scope(c[k])) own_lo = std::min(own_lo, effective_load(c[k]));
     }
+    auto share_pick = [&](const CandidateView& v) {
+      return own[static_cast<size_t>(&v - c.data())] != 0 && in_scope(v) && effective_load(v) == own_lo &&
+             (!drained || !any || keeps_bound(v));
+    };
+    bool share = false;
+    for (const auto& v : c) share = share || (!own.empty() && share_pick(v));
     auto within_bound = [&](const CandidateView& v) {
-      if (!own.empty())
-        return own[static_cast<size_t>(&v - c.data())] != 0 && in_scope(v) && effective_load(v) == own_lo;
+      if (share) return share_pick(v);
       return any ? keeps_bound(v) : effective_load(v) == min_eff;
     };
     auto cost = [&](const CandidateView& v) { return config_.cost(req.n_keys, v.match, req.tokens_per_key); };
@@ -246,7 +255,8 @@ class CacheAware final : public Policy {
   // Burst shares (several instances, a burst of the request's group; the file comment): sets `own` to
   // this instance's share of the candidates and `view`'s loads to the mirror prediction. False (view
   // and own to be ignored) outside a burst, or when this instance's share is empty.
-  bool burst_shares(const RouteRequest& req, std::vector<CandidateView>& view, std::vector<char>& own) const {
+  bool burst_shares(const RouteRequest& req, std::vector<CandidateView>& view, std::vector<char>& own,
+                    bool& drained) const {
     const bool scoped = std::any_of(view.begin(), view.end(), [](const CandidateView& v) { return !v.remote; });
     int64_t total = 0;
     for (const auto& v : view) total += !scoped || !v.remote ? v.load : 0;
@@ -270,6 +280,7 @@ class CacheAware final : public Policy {
       const int64_t pushed = std::max<int64_t>(v.load - config_.instances * v.sent, 0);
       v.load = pushed + v.sent + (own[i] != 0 ? 0 : mirror);
       if (scoped && v.remote) continue;
+      drained = drained || v.drained;
       lo = std::min(lo, v.load);
       if (own[i] != 0) own_lo = std::min(own_lo, v.load);
     }

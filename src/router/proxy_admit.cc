@@ -153,7 +153,8 @@ ReplicaPtr ProxyRequest::choose() {
         .remote = !region_.empty() && !rep.labels.region.empty() && rep.labels.region != region_,
         .cached = stored,
         .id = rep.id,
-        .sent = rep.sent_since_push()});
+        .sent = rep.sent_since_push(),
+        .drained = rep.pushed_fell.load(std::memory_order_relaxed)});
   }
   const auto n_keys = static_cast<int64_t>(keys_->size());
   const int64_t group_in_flight = has_group_ ? svc_.group_in_flight_locked(group_) : 0;

@@ -70,6 +70,8 @@ class Replica {
   // seen at once, not a poll later, and never lowers the router's own fresh count.
   std::atomic<int64_t> pushed{-1};
   std::atomic<int64_t> pushed_ours{0};
+  // The last push was below the one before it: a request finished there (burst shares, policy_cache_aware.cc).
+  std::atomic<bool> pushed_fell{false};
   std::atomic<int64_t> queued{-1};
   std::atomic<int64_t> running{-1};
   std::atomic<int64_t> kv_used{-1};
