@@ -188,14 +188,14 @@ struct CacheAwareConfig {
   // (the other instances are assumed to have sent as many meanwhile; Replica::load), the group's
   // arrivals this instance saw count n times in the burst guard (it sees 1/n of them), and ties
   // (equal work, load and match; free cache within 1/8) go to the replicas in a rotation started at
-  // instance x replicas / n, so the instances' simultaneous picks interleave. During a burst each
-  // instance fills its own share of the replicas (burst shares, policy_cache_aware.cc). 1/1: the
-  // single router.
+  // instance x replicas / n, so the instances' simultaneous picks interleave. 1/1: the single router.
   int64_t instance = 0;
   int64_t instances = 1;
-  // Burst shares (instances > 1 only): false keeps every instance on the whole fleet during bursts
-  // (`keel router --no-burst-shares`, Session 10's second step, for before/after comparisons).
-  bool burst_shares = true;
+  // Burst shares (instances > 1 only; `keel router --burst-shares`): during a burst each instance fills its
+  // own share of the replicas (policy_cache_aware.cc). Off by default: in the policy harness it keeps every
+  // push lag from 2 decisions to none within 1.5x, but on the device test bed (docs/performance.md, Session
+  // 10 third step) it held 2 5 2 3 and 4 4 2 2 where the second step held 3 2 4 3 / 3 4 2 3.
+  bool burst_shares = false;
 
   Status validate() const;
   // Sets instance and instances from "i/n" (0 <= i < n).

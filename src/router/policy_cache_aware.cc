@@ -96,7 +96,8 @@
 // the fleet, whoever's share (the count bound is not consulted on these predicted loads: it refused the own
 // share whenever the other instance was one pick ahead). Two instances with an even split of a burst of 12
 // fill disjoint halves, 3 3 3 3, at any push lag from 2 decisions to none (SimultaneousInstances.*); with a
-// push after every decision, or an uneven split, it stays within 2x. 1/1 never takes this path.
+// push after every decision, or an uneven split, it stays within 2x. 1/1 never takes this path. Off by
+// default (CacheAwareConfig::burst_shares, --burst-shares): on the device test bed it balanced worse.
 #include <algorithm>
 #include <atomic>
 #include <cmath>

@@ -22,8 +22,8 @@ namespace {
 constexpr int kReplicas = 4;
 constexpr int64_t kKeys = 64;
 
-// kSingle: the single-router defaults on every instance; kRotation: --instance i/n without burst
-// shares (--no-burst-shares, Session 10's second step); kShares: --instance i/n as shipped.
+// kSingle: the single-router defaults on every instance; kRotation: --instance i/n (the default,
+// Session 10's second step); kShares: --instance i/n --burst-shares (the third step, off by default).
 enum class Mode { kSingle, kRotation, kShares };
 
 struct Instance {
@@ -163,14 +163,14 @@ TEST(SimultaneousInstances, InstanceAwarePicksInterleaveAndKeepTheBound) {
   for (int burst : {12, 24}) {
     for (int lag : {4, 1000}) {
       const auto before = run(2, burst, lag, Mode::kSingle).worst;
-      const auto after = run(2, burst, lag, Mode::kShares).worst;
+      const auto after = run(2, burst, lag, Mode::kRotation).worst;
       EXPECT_FALSE(within_1_5(before)) << "burst " << burst << " lag " << lag << ": " << state(before);
       EXPECT_TRUE(within_1_5(after)) << "burst " << burst << " lag " << lag << ": " << state(after);
       int64_t sum = 0;
-      for (int64_t v : run(2, burst, lag, Mode::kShares).fleet) sum += v;
+      for (int64_t v : run(2, burst, lag, Mode::kRotation).fleet) sum += v;
       EXPECT_EQ(sum, burst);
     }
-    const auto one = run(1, burst, 1, Mode::kShares).worst;
+    const auto one = run(1, burst, 1, Mode::kRotation).worst;
     EXPECT_TRUE(within_1_5(one)) << "one instance, burst " << burst << ": " << state(one);
   }
 }
@@ -180,7 +180,7 @@ TEST(SimultaneousInstances, InstanceAwarePicksInterleaveAndKeepTheBound) {
 TEST(SimultaneousInstances, GeneralisesToFourInstances) {
   for (int burst : {12, 24}) {
     const auto before = run(4, burst, 1000, Mode::kSingle).worst;
-    const auto after = run(4, burst, 1000, Mode::kShares).worst;
+    const auto after = run(4, burst, 1000, Mode::kRotation).worst;
     EXPECT_FALSE(within_1_5(before)) << "burst " << burst << ": " << state(before);
     EXPECT_TRUE(within_1_5(after)) << "burst " << burst << ": " << state(after);
   }
@@ -193,7 +193,7 @@ bool within_2(const std::array<int64_t, kReplicas>& f) {
 
 // Burst shares (the third step): with the pushes arriving every few decisions, one push shows one
 // instance's latest picks and not the other's, the loads are no longer tied and the rotation alone (the
-// second step, --no-burst-shares) sent both instances to the same least busy replica: 3 2 3 4 at a lag
+// second step, the default) sent both instances to the same least busy replica: 3 2 3 4 at a lag
 // of 3, the state the device held. Each instance filling its own share keeps every state with 12 or
 // more in flight within 1.5x at every lag from 2 to 12 and with no push during the burst, for bursts
 // of 12 and 24 on two instances and on four.
