@@ -174,6 +174,9 @@ void register_router(CLI::App& app) {
                   "This router is instance i of n on the same replicas (i/n; several behind one balancer): "
                   "simultaneous burst picks of the instances interleave instead of stacking")
       ->capture_default_str();
+  cmd->add_flag("--burst-shares", a->router.cache_aware.burst_shares,
+                "With --instance i/n, n > 1: during a burst each instance fills its own share of the replicas first "
+                "(off by default: on the device test bed it balanced worse than without; docs/performance.md)");
   cmd->add_flag("--hold-prefilling", a->router.cache_aware.hold_prefilling,
                 "Followers of a prefix every holder is still prefilling queue behind that prefill instead of a cost "
                 "spill (--spill-factor; off by default)");
