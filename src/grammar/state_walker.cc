@@ -163,10 +163,13 @@ bool StateWalker::accepts_subtree(const VocabTrie& trie, uint32_t i) {
   const StateTable::State s = state_[d];
   if (s == StateTable::kNone || s == StateTable::kDead) return false;
   // A state every text string leaves alive takes every text subtree (searched, like a text run,
-  // only for a subtree worth it; a known answer is always used).
+  // only for a subtree worth it, and only once the walk has gone into kTextLiveAfter nodes of such
+  // subtrees from the state; a known answer is always used).
   if (trie.text_height(i) != 0) {
     const uint8_t live = table_.text_live(s);
-    if (live == 2 || (live == 0 && trie.nodes()[i].subtree_end - i >= kTextWorth && text_live(d))) return true;
+    if (live == 2) return true;
+    const uint32_t size = trie.nodes()[i].subtree_end - i;
+    if (live == 0 && size >= kTextWorth && text_live_due(s, size) && text_live(d)) return true;
   }
   // The node's own byte must lead back to the state (one row read), or no loop holds the subtree:
   // a state that moves on (a counter's next count, a pattern's next part) pays nothing more.
@@ -244,6 +247,14 @@ bool StateWalker::search_text_live(uint32_t d) {
     }
   }
   return true;
+}
+
+bool StateWalker::text_live_due(StateTable::State s, uint32_t nodes) {
+  Walked& w = walked_[s % walked_.size()];
+  if (w.state != s) w = Walked{s, 0};  // a slot another state held: counted again (a later search)
+  const bool due = w.nodes >= kTextLiveAfter;
+  w.nodes += nodes;
+  return due;
 }
 
 bool StateWalker::loops_all(uint32_t d, uint64_t classes) {

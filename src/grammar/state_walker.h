@@ -97,6 +97,12 @@ class StateWalker {
   // comes back) takes any text; so does a determinised URL loop. Once per state (StateTable).
   bool text_live(uint32_t d);
   static constexpr size_t kTextLiveStates = 128, kTextLiveMisses = 64;
+  // accepts_subtree asks text_live of a state only once this walker has gone into text subtrees of
+  // kTextLiveAfter trie nodes in all from it (text_live_due): almost every search answers no (a
+  // counter's or key prefix's state, a pattern of some characters), and one that runs to its bound
+  // costs 70–100 µs of parser steps; a state whose walks stay small never pays it, and one worth the
+  // search (a search DFA's: 100,000+ nodes a walk) pays a few thousand node visits first.
+  static constexpr uint32_t kTextLiveAfter = 4096;
   // Whether trie node i's whole subtree is accepted from the state at depth i.depth - 1 without
   // visiting it: its plain height or its text height is within the state's run, it is text and the
   // state text-live, or its bytes' classes are all loop classes of the state (every token of it
@@ -113,6 +119,8 @@ class StateWalker {
   // [lo, hi]) leads to `target`.
   bool continuations_reach(uint32_t d, uint32_t rem, uint8_t lo, uint8_t hi, StateTable::State target);
   bool search_text_live(uint32_t d);
+  // Whether accepts_subtree may search text_live for state s now; counts `nodes` as walked into.
+  bool text_live_due(StateTable::State s, uint32_t nodes);
 
   EarleyParser& parser_;
   StateTable& table_;
@@ -137,6 +145,12 @@ class StateWalker {
     uint64_t loop = 0, fail = 0;
   };
   std::array<Loops, 64> loops_{};
+  // text_live_due: per state met, the nodes of text subtrees walked into from it (direct-mapped).
+  struct Walked {
+    StateTable::State state = StateTable::kNone;
+    uint32_t nodes = 0;
+  };
+  std::array<Walked, 64> walked_{};
 };
 
 }  // namespace keel::grammar

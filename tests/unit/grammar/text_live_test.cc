@@ -2,6 +2,8 @@
 //  - text-live states (StateWalker::text_live): a state from which every text string stays alive,
 //    whichever states it passes (a search pattern's DFA: `.*response.*` moves on at 'r' and comes
 //    back), takes every text subtree without visiting it;
+//  - the search is asked only once a walk has gone into StateWalker::kTextLiveAfter nodes of text
+//    subtrees from the state, and then answers as before;
 //  - anchored patterns with a nested unbounded repetition are determinised (regex_to_symbol), so a
 //    string under MaskBench's URL pattern converges to a few states instead of a new one per byte.
 // Masks of strings under such patterns — cold, from caches of their own, then warm — must equal the
@@ -13,6 +15,7 @@
 #include "grammar/compile.h"
 #include "grammar/mask_cache.h"
 #include "grammar/matcher.h"
+#include "grammar/state_walker.h"
 #include "unit/grammar/mask_reference.h"
 
 namespace keel::grammar::test {
@@ -84,6 +87,51 @@ void check_vocabulary(const std::string& name) {
 TEST(TextLive, MasksEqualParserWalkSmolLM2) { check_vocabulary("smollm"); }
 
 TEST(TextLive, MasksEqualParserWalkLlama3) { check_vocabulary("llama-bpe"); }
+
+// A walker asks text_live of a state only after going into kTextLiveAfter nodes of text subtrees
+// from it: until then a text subtree is walked (not accepted) and the state's answer stays unknown;
+// the subtree after that is accepted (`[0-9a-f]+` as a search pattern once a digit was met: any text
+// loops), and a
+// state that is not text-live (`^[a-z]{3}$`'s first letter) still walks every subtree after it.
+TEST(TextLive, SearchWaitsForTheWalk) {
+  Vocabulary vocab;
+  for (char a = 'a'; a <= 'z'; ++a) {  // per first letter a subtree of 1 + 26 + 26 * 26 = 703 nodes
+    vocab.token_bytes.push_back(std::string(1, a));
+    for (char b = 'a'; b <= 'z'; ++b) {
+      vocab.token_bytes.push_back(std::string{a, b});
+      for (char c = 'a'; c <= 'z'; ++c) vocab.token_bytes.push_back(std::string{a, b, c});
+    }
+  }
+  const auto trie = std::make_shared<const VocabTrie>(std::move(vocab));
+  std::vector<uint32_t> tops;  // the depth-1 nodes, in order
+  for (uint32_t i = 0; i < trie->nodes().size(); i = trie->nodes()[i].subtree_end) tops.push_back(i);
+  ASSERT_EQ(tops.size(), 26u);
+  ASSERT_EQ(trie->nodes()[tops[0]].subtree_end - tops[0], 703u);
+  const uint32_t walked_first = (StateWalker::kTextLiveAfter + 702) / 703;  // subtrees walked before it asks
+  ASSERT_LT(walked_first + 1, tops.size());
+  for (const bool live : {true, false}) {
+    auto g = compile_grammar(
+        {.kind = GrammarSpec::Kind::kJsonSchema, .source = schema_of(live ? "[0-9a-f]+" : "^[a-z]{3}$")});
+    ASSERT_TRUE(g.ok()) << g.status().to_string();
+    StateTable table;
+    EarleyParser p(**g, &table);
+    ASSERT_TRUE(p.push_bytes(R"({"s":"a)"));
+    const StateTable::State s = p.state();
+    ASSERT_NE(s, StateTable::kNone);
+    // A search from a table this fresh runs out of parser steps (50 states to intern; in a real walk
+    // the subtrees walked first filled them): a first walker's search fills it, its answer forgotten.
+    StateWalker(p, table).text_live(0);
+    table.set_text_live(s, 0);
+    StateWalker walk(p, table);
+    for (uint32_t k = 0; k < walked_first; ++k) {
+      EXPECT_FALSE(walk.accepts_subtree(*trie, tops[k])) << live << " subtree " << k;
+      EXPECT_EQ(table.text_live(s), 0) << live << " asked before the walk went into enough nodes, subtree " << k;
+    }
+    for (uint32_t k = walked_first; k < tops.size(); ++k)
+      EXPECT_EQ(walk.accepts_subtree(*trie, tops[k]), live) << live << " subtree " << k;
+    EXPECT_EQ(table.text_live(s), live ? 2 : 1) << live;
+  }
+}
 
 // The URL pattern's host and path loop: 40 more letters of a host meet no new parser state once the
 // pattern is determinised (as rules, every byte made new columns: a walk of the whole trie per mask).
