@@ -101,8 +101,9 @@ class StateWalker {
   // kTextLiveAfter trie nodes in all from it (text_live_due): almost every search answers no (a
   // counter's or key prefix's state, a pattern of some characters), and one that runs to its bound
   // costs 70–100 µs of parser steps; a state whose walks stay small never pays it, and one worth the
-  // search (a search DFA's: 100,000+ nodes a walk) pays a few thousand node visits first.
-  static constexpr uint32_t kTextLiveAfter = 4096;
+  // search (a search DFA's: 100,000+ nodes a walk) pays about a thousand node visits first. A search
+  // cut off by its bound is asked once more after as many nodes again (StateTable::text_live 3).
+  static constexpr uint32_t kTextLiveAfter = 1024;
   // Whether trie node i's whole subtree is accepted from the state at depth i.depth - 1 without
   // visiting it: its plain height or its text height is within the state's run, it is text and the
   // state text-live, or its bytes' classes are all loop classes of the state (every token of it
@@ -118,7 +119,8 @@ class StateWalker {
   // Every continuation of a UTF-8 character from the state at depth d (rem bytes left, the next in
   // [lo, hi]) leads to `target`.
   bool continuations_reach(uint32_t d, uint32_t rem, uint8_t lo, uint8_t hi, StateTable::State target);
-  bool search_text_live(uint32_t d);
+  enum class Search { kLive, kNo, kCut };  // kCut: ran past kTextLiveStates or kTextLiveMisses
+  Search search_text_live(uint32_t d);
   // Whether accepts_subtree may search text_live for state s now; counts `nodes` as walked into.
   bool text_live_due(StateTable::State s, uint32_t nodes);
 
