@@ -64,7 +64,7 @@ class StateTable {
   uint8_t text_run(State s) const { return row(s).text_run.load(std::memory_order_relaxed); }
   void set_text_run(State s, uint8_t v) { row(s).text_run.store(v, std::memory_order_relaxed); }
   // Whether every text string from s stays alive (StateWalker::text_live): 0 not known yet, 1 no,
-  // 2 yes.
+  // 2 yes, 3 not known (a search cut off by its bound once; asked again later).
   uint8_t text_live(State s) const { return row(s).text_live.load(std::memory_order_relaxed); }
   void set_text_live(State s, uint8_t v) { row(s).text_live.store(v, std::memory_order_relaxed); }
   // Marks every byte outside `live` dead from s (once per state: the column's scannable bytes are known

@@ -174,10 +174,13 @@ bool StateWalker::accepts_subtree(const VocabTrie& trie, uint32_t i) {
   const StateTable::State s = state_[d];
   if (s == StateTable::kNone || s == StateTable::kDead) return false;
   // A state every text string leaves alive takes every text subtree (searched, like a text run,
-  // only for a subtree worth it; a known answer is always used).
+  // only for a subtree worth it, and only once the walk has gone into kTextLiveAfter nodes of such
+  // subtrees from the state; a known answer is always used).
   if (trie.text_height(i) != 0) {
     const uint8_t live = table_.text_live(s);
-    if (live == 2 || (live == 0 && trie.nodes()[i].subtree_end - i >= kTextWorth && text_live(d))) return true;
+    if (live == 2) return true;
+    const uint32_t size = trie.nodes()[i].subtree_end - i;
+    if ((live == 0 || live == 3) && size >= kTextWorth && text_live_due(s, size) && text_live(d)) return true;
   }
   // The node's own byte must lead back to the state (one row read), or no loop holds the subtree:
   // a state that moves on (a counter's next count, a pattern's next part) pays nothing more.
@@ -188,7 +191,8 @@ bool StateWalker::accepts_subtree(const VocabTrie& trie, uint32_t i) {
 bool StateWalker::text_live(uint32_t d) {
   const StateTable::State s = state_[d];
   if (s == StateTable::kNone || s == StateTable::kDead) return false;
-  if (const uint8_t known = table_.text_live(s); known != 0) return known == 2;
+  const uint8_t known = table_.text_live(s);
+  if (known == 1 || known == 2) return known == 2;
   // Only a state that loops on some plain byte is searched (a search pattern's, a URL host's): a
   // counter's or a key prefix's state moves on at every byte, and text from it meets a new state
   // per character, which the search would step the parser for until its bound. A transition not
@@ -208,12 +212,17 @@ bool StateWalker::text_live(uint32_t d) {
     const StateTable::State n = step(d, static_cast<uint8_t>(moved)).state;
     loops = n != StateTable::kNone && step(d + 1, static_cast<uint8_t>(moved)).state == n;
   }
-  const bool live = loops && search_text_live(d);
-  table_.set_text_live(s, live ? 2 : 1);
-  return live;
+  const Search found = loops ? search_text_live(d) : Search::kNo;
+  // A search cut off by its bound is asked once more, after the walk has gone into as many nodes
+  // again: the states it interned (a cold table: ~50 for a two-state pattern's UTF-8 bytes) and
+  // those the walk met meanwhile make the second one cheaper, and it often gets through.
+  const bool retry = found == Search::kCut && known == 0;
+  table_.set_text_live(s, found == Search::kLive ? 2 : retry ? 3 : 1);
+  if (retry) walked_[s % walked_.size()].nodes = 0;
+  return found == Search::kLive;
 }
 
-bool StateWalker::search_text_live(uint32_t d) {
+StateWalker::Search StateWalker::search_text_live(uint32_t d) {
   // Breadth first over (state, UTF-8 bytes left, the next one's range); each found with the bytes
   // that reach it from depth d, stepped again to stand there (table reads: they were stepped before).
   struct Node {
@@ -231,7 +240,7 @@ bool StateWalker::search_text_live(uint32_t d) {
   };
   const uint64_t misses0 = misses_;
   for (size_t k = 0; k < todo.size(); ++k) {
-    if (todo.size() > kTextLiveStates || misses_ - misses0 > kTextLiveMisses) return false;
+    if (todo.size() > kTextLiveStates || misses_ - misses0 > kTextLiveMisses) return Search::kCut;
     const Node node = todo[k];
     const auto at = d + static_cast<uint32_t>(node.path.size());
     for (uint32_t j = 0; j < node.path.size(); ++j) step(d + j, static_cast<uint8_t>(node.path[j]));
@@ -239,22 +248,30 @@ bool StateWalker::search_text_live(uint32_t d) {
       for (int b = 0x20; b < 0x7f; ++b)
         if (VocabTrie::plain(static_cast<uint8_t>(b)) &&
             !add(step(at, static_cast<uint8_t>(b)).state, 0, 0, 0, node.path, static_cast<uint8_t>(b)))
-          return false;
+          return Search::kNo;
       for (int b = 0xC2; b <= 0xF4; ++b) {
         const base::Utf8Lead lead = base::utf8_lead(static_cast<uint8_t>(b));
         if (!add(step(at, static_cast<uint8_t>(b)).state, static_cast<uint8_t>(lead.length - 1), lead.lo, lead.hi,
                  node.path, static_cast<uint8_t>(b)))
-          return false;
+          return Search::kNo;
       }
     } else {
       const auto rem = static_cast<uint8_t>(node.rem - 1);
       for (int c = node.lo; c <= node.hi; ++c)
         if (!add(step(at, static_cast<uint8_t>(c)).state, rem, rem == 0 ? 0 : 0x80, rem == 0 ? 0 : 0xBF, node.path,
                  static_cast<uint8_t>(c)))
-          return false;
+          return Search::kNo;
     }
   }
-  return true;
+  return Search::kLive;
+}
+
+bool StateWalker::text_live_due(StateTable::State s, uint32_t nodes) {
+  Walked& w = walked_[s % walked_.size()];
+  if (w.state != s) w = Walked{s, 0};  // a slot another state held: counted again (a later search)
+  const bool due = w.nodes >= kTextLiveAfter;
+  w.nodes += nodes;
+  return due;
 }
 
 bool StateWalker::loops_all(uint32_t d, uint64_t classes) {

@@ -103,6 +103,13 @@ class StateWalker {
   // comes back) takes any text; so does a determinised URL loop. Once per state (StateTable).
   bool text_live(uint32_t d);
   static constexpr size_t kTextLiveStates = 128, kTextLiveMisses = 64;
+  // accepts_subtree asks text_live of a state only once this walker has gone into text subtrees of
+  // kTextLiveAfter trie nodes in all from it (text_live_due): almost every search answers no (a
+  // counter's or key prefix's state, a pattern of some characters), and one that runs to its bound
+  // costs 70–100 µs of parser steps; a state whose walks stay small never pays it, and one worth the
+  // search (a search DFA's: 100,000+ nodes a walk) pays about a thousand node visits first. A search
+  // cut off by its bound is asked once more after as many nodes again (StateTable::text_live 3).
+  static constexpr uint32_t kTextLiveAfter = 1024;
   // Whether trie node i's whole subtree is accepted from the state at depth i.depth - 1 without
   // visiting it: its plain height or its text height is within the state's run, it is text and the
   // state text-live, or its bytes' classes are all loop classes of the state (every token of it
@@ -120,7 +127,10 @@ class StateWalker {
   // Every continuation of a UTF-8 character from the state at depth d (rem bytes left, the next in
   // [lo, hi]) leads to `target`.
   bool continuations_reach(uint32_t d, uint32_t rem, uint8_t lo, uint8_t hi, StateTable::State target);
-  bool search_text_live(uint32_t d);
+  enum class Search { kLive, kNo, kCut };  // kCut: ran past kTextLiveStates or kTextLiveMisses
+  Search search_text_live(uint32_t d);
+  // Whether accepts_subtree may search text_live for state s now; counts `nodes` as walked into.
+  bool text_live_due(StateTable::State s, uint32_t nodes);
 
   EarleyParser& parser_;
   StateTable& table_;
@@ -146,6 +156,12 @@ class StateWalker {
     uint64_t loop = 0, fail = 0;
   };
   std::array<Loops, 64> loops_{};
+  // text_live_due: per state met, the nodes of text subtrees walked into from it (direct-mapped).
+  struct Walked {
+    StateTable::State state = StateTable::kNone;
+    uint32_t nodes = 0;
+  };
+  std::array<Walked, 64> walked_{};
 };
 
 }  // namespace keel::grammar

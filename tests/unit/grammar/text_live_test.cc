@@ -2,6 +2,8 @@
 //  - text-live states (StateWalker::text_live): a state from which every text string stays alive,
 //    whichever states it passes (a search pattern's DFA: `.*response.*` moves on at 'r' and comes
 //    back), takes every text subtree without visiting it;
+//  - the search is asked only once a walk has gone into StateWalker::kTextLiveAfter nodes of text
+//    subtrees from the state, and then answers as before;
 //  - anchored patterns with a nested unbounded repetition are determinised (regex_to_symbol), so a
 //    string under MaskBench's URL pattern converges to a few states instead of a new one per byte.
 // Masks of strings under such patterns — cold, from caches of their own, then warm — must equal the
@@ -13,6 +15,7 @@
 #include "grammar/compile.h"
 #include "grammar/mask_cache.h"
 #include "grammar/matcher.h"
+#include "grammar/state_walker.h"
 #include "unit/grammar/mask_reference.h"
 
 namespace keel::grammar::test {
@@ -84,6 +87,49 @@ void check_vocabulary(const std::string& name) {
 TEST(TextLive, MasksEqualParserWalkSmolLM2) { check_vocabulary("smollm"); }
 
 TEST(TextLive, MasksEqualParserWalkLlama3) { check_vocabulary("llama-bpe"); }
+
+// A walker asks text_live of a state only after going into kTextLiveAfter nodes of text subtrees
+// from it: until then a text subtree is walked (not accepted) and the state's answer stays unknown.
+// `[0-9a-f]+` as a search pattern once a digit was met (any text loops) from a fresh table: the
+// first search runs out of parser steps (~50 states to intern), is marked to be asked again (3), and
+// after as many nodes again the second search, on the states the first interned, says yes; every
+// text subtree after it is accepted. A state that is not text-live (`^[a-z]{3}$`'s first letter)
+// is answered no at the first ask and still walks every subtree after it.
+TEST(TextLive, SearchWaitsForTheWalk) {
+  Vocabulary vocab;
+  for (char a = 'a'; a <= 'z'; ++a) {  // per first letter a subtree of 1 + 26 + 26 * 26 = 703 nodes
+    vocab.token_bytes.push_back(std::string(1, a));
+    for (char b = 'a'; b <= 'z'; ++b) {
+      vocab.token_bytes.push_back(std::string{a, b});
+      for (char c = 'a'; c <= 'z'; ++c) vocab.token_bytes.push_back(std::string{a, b, c});
+    }
+  }
+  const auto trie = std::make_shared<const VocabTrie>(std::move(vocab));
+  std::vector<uint32_t> tops;  // the depth-1 nodes, in order
+  for (uint32_t i = 0; i < trie->nodes().size(); i = trie->nodes()[i].subtree_end) tops.push_back(i);
+  ASSERT_EQ(tops.size(), 26u);
+  ASSERT_EQ(trie->nodes()[tops[0]].subtree_end - tops[0], 703u);
+  const uint32_t ask = (StateWalker::kTextLiveAfter + 702) / 703;  // subtrees walked before an ask
+  const uint32_t again = 2 * ask + 1;                              // the second ask
+  ASSERT_LT(again, tops.size());
+  for (const bool live : {true, false}) {
+    auto g = compile_grammar(
+        {.kind = GrammarSpec::Kind::kJsonSchema, .source = schema_of(live ? "[0-9a-f]+" : "^[a-z]{3}$")});
+    ASSERT_TRUE(g.ok()) << g.status().to_string();
+    StateTable table;
+    EarleyParser p(**g, &table);
+    ASSERT_TRUE(p.push_bytes(R"({"s":"a)"));
+    const StateTable::State s = p.state();
+    ASSERT_NE(s, StateTable::kNone);
+    StateWalker walk(p, table);
+    for (uint32_t k = 0; k < tops.size(); ++k) {
+      const bool accepted = walk.accepts_subtree(*trie, tops[k]);
+      EXPECT_EQ(accepted, live && k >= again) << live << " subtree " << k;
+      const int want = k < ask ? 0 : !live ? 1 : k < again ? 3 : 2;
+      EXPECT_EQ(table.text_live(s), want) << live << " subtree " << k;
+    }
+  }
+}
 
 // The URL pattern's host and path loop: 40 more letters of a host meet no new parser state once the
 // pattern is determinised (as rules, every byte made new columns: a walk of the whole trie per mask).
