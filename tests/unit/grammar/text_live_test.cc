@@ -17,6 +17,7 @@
 #include "grammar/matcher.h"
 #include "grammar/state_walker.h"
 #include "unit/grammar/mask_reference.h"
+#include "unit/grammar/mask_walk.h"
 
 namespace keel::grammar::test {
 namespace {
@@ -61,24 +62,8 @@ void check_vocabulary(const std::string& name) {
     ASSERT_TRUE(g.ok()) << c.schema << ": " << g.status().to_string();
     auto masks = std::make_shared<TokenMaskCache>(std::move(g).value(), v.trie);  // nothing shared
     for (const std::string& text : c.texts) {
-      const std::vector<int32_t> ids = v.tok->encode(text, {.add_special = false, .parse_special = false});
-      std::vector<uint32_t> mask(masks->n_mask_words());
-      for (int pass = 0; pass < 2; ++pass) {  // cold, then warm
-        GrammarMatcher m(masks);
-        std::string prefix;
-        for (size_t i = 0; i <= ids.size(); ++i) {
-          m.fill_mask(mask);
-          if (pass == 0 || i % 4 == 0) {
-            const int diff = count_differences(mask, reference_mask(masks->grammar(), *v.trie, prefix));
-            ++n_compared;
-            ASSERT_EQ(diff, 0) << name << " " << c.schema << " pass " << pass << " after '" << prefix << "'";
-          }
-          if (i == ids.size()) break;
-          ASSERT_TRUE(m.accept_token(ids[i])) << text << " step " << i;
-          prefix += v.trie->vocab().token_bytes[ids[i]];
-        }
-        EXPECT_TRUE(m.can_end()) << text;
-      }
+      walk_and_compare(masks, v, text, name + " " + c.schema, &n_compared);
+      if (::testing::Test::HasFatalFailure()) return;
     }
   }
   std::printf("%s: %d masks equal the reference walk\n", name.c_str(), n_compared);

@@ -17,9 +17,9 @@
 
 #include "grammar/compile.h"
 #include "grammar/grammar_store.h"
-#include "grammar/matcher.h"
 #include "grammar/state_walker.h"
 #include "unit/grammar/mask_reference.h"
+#include "unit/grammar/mask_walk.h"
 
 namespace keel::grammar::test {
 namespace {
@@ -134,25 +134,8 @@ void check_masks(const std::string& name) {
   for (const Case& c : cases) {
     auto masks = store.get_or_compile({.kind = GrammarSpec::Kind::kJsonSchema, .source = c.schema});
     ASSERT_TRUE(masks.ok()) << c.schema << ": " << masks.status().to_string();
-    const std::vector<int32_t> ids = v.tok->encode(c.instance, {.add_special = false, .parse_special = false});
-    std::vector<uint32_t> mask((*masks)->n_mask_words());
-    for (int pass = 0; pass < 2; ++pass) {  // cold, then warm
-      GrammarMatcher m(*masks);
-      std::string prefix;
-      for (size_t i = 0; i <= ids.size(); ++i) {
-        m.fill_mask(mask);
-        if (pass == 0 || i % 4 == 0) {
-          const int diff = count_differences(mask, reference_mask((*masks)->grammar(), *v.trie, prefix));
-          ASSERT_EQ(diff, 0) << name << " " << c.schema << " pass " << pass << " step " << i << " after '" << prefix << "'";
-          ++n_compared;
-        }
-        if (i == ids.size()) break;
-        ASSERT_TRUE(mask[ids[i] >> 5] >> (ids[i] & 31) & 1u) << c.schema << " step " << i;
-        ASSERT_TRUE(m.accept_token(ids[i])) << c.schema << " step " << i;
-        prefix += v.trie->vocab().token_bytes[ids[i]];
-      }
-      EXPECT_TRUE(m.can_end()) << c.schema;
-    }
+    walk_and_compare(*masks, v, c.instance, name + " " + c.schema, &n_compared);
+    if (::testing::Test::HasFatalFailure()) return;
   }
   std::printf("%s: %d masks equal the reference walk\n", name.c_str(), n_compared);
 }
