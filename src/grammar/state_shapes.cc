@@ -48,7 +48,7 @@ uint32_t StateShapes::shape(const StateTable& table, uint32_t s, uint32_t depth)
   for (uint64_t& w : words) {
     if ((w >> 63) != 0) continue;  // a root's tag, the flags: kept as they are
     const auto pos = static_cast<uint32_t>(w >> 32), origin = static_cast<uint32_t>(w);
-    uint32_t part = kNoAnchor;  // the placeholder
+    uint32_t part = kAnyOrigin;
     if (blocked_[pos] != 0) {
       merge(origin);
     } else {

@@ -1,6 +1,6 @@
 // StateShapes: text runs (StateWalker::text_run) shared between states that take text alike.
 // A state's *shape* is its key (items as position and origin state) with the origin of every item
-// that text cannot finish replaced by a placeholder — an item whose rest holds a byte set without
+// that text cannot finish replaced by kAnyOrigin (any column) — an item whose rest holds a byte set without
 // a text byte (plain bytes and 80..FF), such as a string's closing quote — and every other origin
 // by its own shape, when all the replaced origins are one state (the column before the string).
 // Two states of one shape differ only in that column, whose items no text step reads (only an item
@@ -43,6 +43,8 @@ class StateShapes {
 
  private:
   static constexpr uint32_t kUnset = UINT32_MAX, kNoShape = UINT32_MAX - 1, kNoAnchor = UINT32_MAX;
+  // The origin written into a shape's key for an item text cannot finish (its column is never read).
+  static constexpr uint32_t kAnyOrigin = UINT32_MAX;
   // s's shape id (kNoShape: two replaced origins differ, or nested too deep); mu_ held.
   uint32_t shape(const StateTable& table, uint32_t s, uint32_t depth);
 

@@ -230,18 +230,18 @@ StateWalker::Search StateWalker::search_text_live(uint32_t d) {
     uint8_t rem, lo, hi;
     std::string path;
   };
-  std::vector<Node> todo{{state_[d], 0, 0, 0, std::string()}};
+  std::vector<Node> queue{{state_[d], 0, 0, 0, std::string()}};
   std::unordered_set<uint64_t> seen{static_cast<uint64_t>(state_[d]) << 32};
   auto add = [&](StateTable::State n, uint8_t rem, uint8_t lo, uint8_t hi, const std::string& path, uint8_t b) {
     if (n == StateTable::kDead || n == StateTable::kNone) return false;
     const uint64_t key = static_cast<uint64_t>(n) << 32 | static_cast<uint64_t>(rem) << 16 | lo << 8 | hi;
-    if (seen.insert(key).second) todo.push_back({n, rem, lo, hi, path + static_cast<char>(b)});
+    if (seen.insert(key).second) queue.push_back({n, rem, lo, hi, path + static_cast<char>(b)});
     return true;
   };
   const uint64_t misses0 = misses_;
-  for (size_t k = 0; k < todo.size(); ++k) {
-    if (todo.size() > kTextLiveStates || misses_ - misses0 > kTextLiveMisses) return Search::kCut;
-    const Node node = todo[k];
+  for (size_t k = 0; k < queue.size(); ++k) {
+    if (queue.size() > kTextLiveStates || misses_ - misses0 > kTextLiveMisses) return Search::kCut;
+    const Node node = queue[k];
     const auto at = d + static_cast<uint32_t>(node.path.size());
     for (uint32_t j = 0; j < node.path.size(); ++j) step(d + j, static_cast<uint8_t>(node.path[j]));
     if (node.rem == 0) {
