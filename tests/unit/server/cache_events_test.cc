@@ -36,6 +36,14 @@ cache::CacheEvent ev(uint64_t seq, cache::CacheEventKind kind, std::vector<int32
                            .tokens = std::move(tokens)};
 }
 
+// A subscriber of the cache feed: GET /v1/cache/events with the given query, its stream recorded.
+std::shared_ptr<RecordingExchange> subscribe(const http::Router& router, std::string query = "") {
+  auto ex = std::make_shared<RecordingExchange>();
+  (*router.find("GET", "/v1/cache/events").handler)(
+      http::HttpRequest{.method = "GET", .path = "/v1/cache/events", .query = std::move(query)}, ex);
+  return ex;
+}
+
 template <typename Pred>
 bool eventually(Pred p) {
   for (int i = 0; i < 2000 && !p(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -107,14 +115,8 @@ TEST(CacheEventPublisher, EverySubscriberGetsTheSnapshotAndEachChange) {
   http::Router router;
   pub.add_routes(router);
   pub.start();
-  auto subscribe = [&] {
-    auto ex = std::make_shared<RecordingExchange>();
-    (*router.find("GET", "/v1/cache/events").handler)(http::HttpRequest{.method = "GET", .path = "/v1/cache/events"},
-                                                      ex);
-    return ex;
-  };
-  auto a = subscribe();
-  auto b = subscribe();
+  auto a = subscribe(router);
+  auto b = subscribe(router);
   ASSERT_TRUE(eventually([&] { return a->text().find("event: reset") != std::string::npos; }));
   ASSERT_TRUE(eventually([&] { return b->text().find("event: reset") != std::string::npos; }));
   {
@@ -124,7 +126,7 @@ TEST(CacheEventPublisher, EverySubscriberGetsTheSnapshotAndEachChange) {
   }
   ASSERT_TRUE(eventually([&] { return b->text().find("\"seq\":3") != std::string::npos; }));
   ASSERT_TRUE(eventually([&] { return a->text().find("\"seq\":3") != std::string::npos; }));
-  auto c = subscribe();  // joins late: its snapshot is as of seq 3
+  auto c = subscribe(router);  // joins late: its snapshot is as of seq 3
   ASSERT_TRUE(eventually([&] { return c->text().find("data: {\"seq\":3}") != std::string::npos; }));
   {
     std::lock_guard l(mu);
@@ -155,14 +157,8 @@ TEST(CacheEventPublisher, PendingGoesOnlyToSubscribersThatAskAndOnlyForAcceptedR
   pub.add_routes(router);
   pub.start();
   pub.publish_pending({1, 2, 3});  // nobody asked yet: dropped
-  auto subscribe = [&](std::string query) {
-    auto ex = std::make_shared<RecordingExchange>();
-    (*router.find("GET", "/v1/cache/events").handler)(
-        http::HttpRequest{.method = "GET", .path = "/v1/cache/events", .query = std::move(query)}, ex);
-    return ex;
-  };
-  auto old_router = subscribe("");
-  auto new_router = subscribe("x=2&pending=1");
+  auto old_router = subscribe(router);
+  auto new_router = subscribe(router, "x=2&pending=1");
   ASSERT_TRUE(eventually([&] { return new_router->text().find("event: reset") != std::string::npos; }));
   ASSERT_TRUE(eventually([&] { return old_router->text().find("event: reset") != std::string::npos; }));
 
@@ -216,14 +212,8 @@ TEST(CacheEventPublisher, LoadGoesOnlyToSubscribersThatAskCoalescedToTheLatestCo
   http::Router router;
   pub.add_routes(router);
   pub.start();
-  auto subscribe = [&](std::string query) {
-    auto ex = std::make_shared<RecordingExchange>();
-    (*router.find("GET", "/v1/cache/events").handler)(
-        http::HttpRequest{.method = "GET", .path = "/v1/cache/events", .query = std::move(query)}, ex);
-    return ex;
-  };
-  auto old_router = subscribe("");
-  auto new_router = subscribe("pending=1");
+  auto old_router = subscribe(router);
+  auto new_router = subscribe(router, "pending=1");
   ASSERT_TRUE(
       eventually([&] { return new_router->text().find("event: load\ndata: {\"in_flight\":0}") != std::string::npos; }));
 
