@@ -5,6 +5,7 @@
 #include <tuple>
 #include <vector>
 
+#include "grammar/counter_rules.h"
 #include "grammar/counter_runs.h"
 #include "grammar/repeat_runs.h"
 
@@ -24,19 +25,22 @@ std::vector<uint32_t> counter_positions(const CompiledGrammar& g) {
   // exactly[c] ::= exactly[c-1] x (c = 1 starts from `empty`): the count c of each exactly rule.
   std::vector<uint32_t> depth(g.n_rules(), 0);
   for (uint32_t r = 0; r < ir.rules.size(); ++r) {  // exactly[c-1] is added before exactly[c]
-    if (!named(r, "exactly") || g.alt_starts(r).size() != 1) continue;
+    if (!named(r, counter_rules::kExactly) || g.alt_starts(r).size() != 1) continue;
     const FlatSymbol& first = g.symbol(g.alt_starts(r)[0]);
-    const bool chained = first.kind == FlatSymbol::Kind::kRule && first.index < r && named(first.index, "exactly");
+    const bool chained =
+        first.kind == FlatSymbol::Kind::kRule && first.index < r && named(first.index, counter_rules::kExactly);
     depth[r] = chained ? depth[first.index] + 1 : 1;
   }
   // Counted in items of the string: a block, or a run of them, counts 16.
   auto width = [&](const FlatSymbol& sym) -> uint32_t {
-    const bool blocks = sym.kind == FlatSymbol::Kind::kRule && (named(sym.index, "block") || named(sym.index, "up_to"));
+    const bool blocks = sym.kind == FlatSymbol::Kind::kRule &&
+                        (named(sym.index, counter_rules::kBlock) || named(sym.index, counter_rules::kUpTo));
     return blocks ? 16 : 1;
   };
   std::vector<std::tuple<uint32_t, uint32_t>> found;  // (count, position)
   for (uint32_t r = 0; r < ir.rules.size(); ++r) {
-    const bool exactly = depth[r] > 0, other = named(r, "block") || named(r, "up_to") || named(r, "repeat");
+    const bool exactly = depth[r] > 0, other = named(r, counter_rules::kBlock) || named(r, counter_rules::kUpTo) ||
+                                               named(r, counter_rules::kRepeat);
     if (!exactly && !other) continue;
     for (uint32_t start : g.alt_starts(r)) {
       // Kernel positions: the dot after at least one symbol, before another.

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "grammar/counter_rules.h"
 #include "grammar/earley.h"
 #include "grammar/state_walker.h"
 
@@ -159,7 +160,7 @@ uint32_t classify_blocks_by_runs(TokenMaskCache& masks) {
   SharedClassifications& shared = masks.shared_classifications();
   uint32_t stored = 0;
   for (uint32_t r = 0; r < ir.rules.size(); ++r) {
-    if (ir.rules[r].name != "block" || g.alt_starts(r).size() != 1) continue;
+    if (ir.rules[r].name != counter_rules::kBlock || g.alt_starts(r).size() != 1) continue;
     const uint32_t start = g.alt_starts(r)[0];
     const uint32_t n = copies(g, r);
     if (n < 2) continue;
@@ -167,7 +168,8 @@ uint32_t classify_blocks_by_runs(TokenMaskCache& masks) {
     // block's symbol, and the automaton is that symbol's, seeded before the innermost's last copy.
     uint32_t width = 1, seed = start + n - 1;
     for (FlatSymbol x = g.symbol(start); x.kind == FlatSymbol::Kind::kRule && x.index < ir.rules.size() &&
-                                         ir.rules[x.index].name == "block" && g.alt_starts(x.index).size() == 1;) {
+                                         ir.rules[x.index].name == counter_rules::kBlock &&
+                                         g.alt_starts(x.index).size() == 1;) {
       const uint32_t m = copies(g, x.index);
       if (m < 2) break;
       width *= m;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "base/clock.h"
+#include "grammar/counter_rules.h"
 
 namespace keel::grammar {
 namespace {
@@ -125,21 +126,21 @@ Symbol GrammarBuilder::never(std::string_view name) { return ref(add_rule(std::s
 
 Symbol GrammarBuilder::empty() {
   if (empty_rule_ < 0) {
-    empty_rule_ = static_cast<int32_t>(add_rule("empty"));
+    empty_rule_ = static_cast<int32_t>(add_rule(std::string(counter_rules::kEmpty)));
     add_alt(static_cast<RuleId>(empty_rule_), {});
   }
   return ref(static_cast<RuleId>(empty_rule_));
 }
 
 Symbol GrammarBuilder::optional(Sequence body) {
-  RuleId r = add_rule("opt");
+  RuleId r = add_rule(std::string(counter_rules::kOpt));
   add_alt(r, std::move(body));
   add_alt(r, {});
   return ref(r);
 }
 
 Symbol GrammarBuilder::star(Sequence body) {
-  RuleId r = add_rule("star");
+  RuleId r = add_rule(std::string(counter_rules::kStar));
   body.insert(body.begin(), ref(r));
   add_alt(r, std::move(body));
   add_alt(r, {});
@@ -148,14 +149,14 @@ Symbol GrammarBuilder::star(Sequence body) {
 
 Symbol GrammarBuilder::plus(Sequence body) {
   Symbol item = group(std::move(body), "item");
-  RuleId r = add_rule("plus");
+  RuleId r = add_rule(std::string(counter_rules::kPlus));
   add_alt(r, {ref(r), item});
   add_alt(r, {item});
   return ref(r);
 }
 
 Symbol GrammarBuilder::repeat(Sequence body, int64_t min, int64_t max) {
-  if (max >= 0 && max < min) return never("repeat");
+  if (max >= 0 && max < min) return never(counter_rules::kRepeat);
   if (min == 0 && max < 0) return star(std::move(body));
   if (min == 1 && max < 0) return plus(std::move(body));
   Symbol item = group(std::move(body), "item");
@@ -169,7 +170,7 @@ Symbol GrammarBuilder::repeat(Sequence body, int64_t min, int64_t max) {
   } else if (max > min) {
     seq.push_back(up_to(item, max - min));
   }
-  RuleId r = add_rule("repeat");
+  RuleId r = add_rule(std::string(counter_rules::kRepeat));
   add_alt(r, std::move(seq));
   return ref(r);
 }
@@ -198,21 +199,21 @@ Symbol GrammarBuilder::up_to(Symbol item, int64_t n) {
     Symbol prev = empty();
     std::vector<Sequence> counts{{prev}};
     for (int64_t c = 1; c <= n; ++c) {
-      RuleId r = add_rule("exactly");
+      RuleId r = add_rule(std::string(counter_rules::kExactly));
       add_alt(r, {prev, item});
       prev = ref(r);
       counts.push_back({prev});
     }
-    return choice(std::move(counts), "up_to");
+    return choice(std::move(counts), counter_rules::kUpTo);
   }
   // n = q*B + r: up to q-1 blocks of B then fewer than B items, or exactly q blocks then up to r
   // items. Predicting it costs O(B log n) items instead of O(n).
   const int64_t q = n / kBlock, r = n % kBlock;
-  Symbol block = group(Sequence(kBlock, item), "block");
+  Symbol block = group(Sequence(kBlock, item), counter_rules::kBlock);
   Symbol tail = up_to(item, kBlock - 1);
   Sequence full(static_cast<size_t>(q), block);
   full.push_back(up_to(item, r));
-  return choice({{up_to(block, q - 1), tail}, std::move(full)}, "up_to");
+  return choice({{up_to(block, q - 1), tail}, std::move(full)}, counter_rules::kUpTo);
 }
 
 Result<Grammar> GrammarBuilder::finish(RuleId root) {

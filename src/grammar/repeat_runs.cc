@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "grammar/counter_rules.h"
 #include "grammar/earley.h"
 #include "grammar/state_walker.h"
 
@@ -232,7 +233,9 @@ class CountSets {
 
 // The item of a counter: the first symbol below `repeat` that is not one of the counter's own rules.
 std::optional<FlatSymbol> counter_item(const CompiledGrammar& g, uint32_t r, int depth = 0) {
-  static constexpr std::string_view kCounter[] = {"repeat", "up_to", "exactly", "block", "star", "plus", "empty"};
+  static constexpr std::string_view kCounter[] = {counter_rules::kRepeat, counter_rules::kUpTo, counter_rules::kExactly,
+                                                  counter_rules::kBlock,  counter_rules::kStar, counter_rules::kPlus,
+                                                  counter_rules::kEmpty};
   const Grammar& ir = g.grammar();
   if (depth > 8) return std::nullopt;
   for (uint32_t a : g.alt_starts(r)) {
@@ -357,8 +360,9 @@ uint32_t classify_repeat_starts_by_runs(TokenMaskCache& masks) {
     for (uint32_t a : alts) {
       for (uint32_t p = a + 1; g.symbol(p).kind != FlatSymbol::Kind::kEnd; ++p) {
         const FlatSymbol rep = g.symbol(p), close = g.symbol(p + 1);
-        if (rep.kind != FlatSymbol::Kind::kRule || rep.index >= ir.rules.size() || ir.rules[rep.index].name != "repeat" ||
-            close.kind != FlatSymbol::Kind::kBytes || g.symbol(p + 2).kind != FlatSymbol::Kind::kEnd)
+        if (rep.kind != FlatSymbol::Kind::kRule || rep.index >= ir.rules.size() ||
+            ir.rules[rep.index].name != counter_rules::kRepeat || close.kind != FlatSymbol::Kind::kBytes ||
+            g.symbol(p + 2).kind != FlatSymbol::Kind::kEnd)
           continue;
         // A sub-grammar too large for a key (a long minLength is a copy per character) is not
         // shared; its classification is made for this grammar alone.
