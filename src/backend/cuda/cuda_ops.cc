@@ -255,20 +255,23 @@ void CudaBackend::attention(const Tensor& q, const Tensor& k_cache, const Tensor
                .split_len_dev = graph_plan_ ? staging_->stage(std::span<const int32_t>(&plan_.split_len, 1)) : nullptr,
                .partial_acc = nullptr, .partial_ml = nullptr, .split_counters = nullptr,
                .tensor_cores = plan.tensor_cores, .decode = plan.decode};
-  if (plan.grid_splits > 1) {
-    const size_t rows = static_cast<size_t>(plan.grid_splits) * static_cast<size_t>(n * n_heads);
-    // Keys are split only while items < 2 x SMs, so rows = splits x (query rows) < 64 x SMs (each item
-    // holds at most kAttnRowsPerBlock rows and splits <= 2 x SMs / items + 1; the decode plan keeps
-    // splits x items x group <= 64 x SMs itself): the scratch is
-    // allocated at that bound once and never moves under a captured graph.
+  // The merge scratch of a split launch: `rows` partial rows (accumulators, then max and sum). Keys are
+  // split only while items < 2 x SMs, so rows = splits x (query rows) < 64 x SMs (each item holds at
+  // most kAttnRowsPerBlock rows and splits <= 2 x SMs / items + 1; the decode plans keep splits x items
+  // x group <= 64 x SMs themselves): the scratch is allocated at that bound once and never moves under a
+  // captured graph. The decode kernel's last split block merges, counting splits in split_counters.
+  auto bind_split_scratch = [&](AttnLaunch& x, size_t rows) {
     const size_t bound = static_cast<size_t>(4 * n_sm_ * kAttnRowsPerBlock);
     float* scratch = attention_partials(std::max(rows, bound) * (static_cast<size_t>(hd) + 2));
-    l.partial_acc = scratch;
-    l.partial_ml = scratch + rows * static_cast<size_t>(hd);
-    if (plan.decode) {  // its last split's block merges; splits > 1 only when items x group <= 64 x SMs
-      KEEL_CHECK(l.n_items <= kSplitCounters * n_sm_, "attention: {} split items", l.n_items);
-      l.split_counters = split_counters();
+    x.partial_acc = scratch;
+    x.partial_ml = scratch + rows * static_cast<size_t>(hd);
+    if (x.decode) {
+      KEEL_CHECK(x.n_items <= kSplitCounters * n_sm_, "attention: {} split items", x.n_items);
+      x.split_counters = split_counters();
     }
+  };
+  if (plan.grid_splits > 1) {
+    bind_split_scratch(l, static_cast<size_t>(plan.grid_splits) * static_cast<size_t>(n * n_heads));
   }
   // The decode rows of a mixed batch (plan_attention): the decode kernel over the same sequence
   // descriptors, one split each, after the tensor-core items.
@@ -307,14 +310,8 @@ void CudaBackend::attention(const Tensor& q, const Tensor& k_cache, const Tensor
   d.tensor_cores = false;
   d.decode = true;
   if (plan.decode_splits > 1) {  // partial rows (split x item) x group: within the bound (decode_splits)
-    const size_t rows = static_cast<size_t>(plan.decode_splits) * plan.decode_items.size() *
-                        static_cast<size_t>(n_heads / n_kv);
-    const size_t bound = static_cast<size_t>(4 * n_sm_ * kAttnRowsPerBlock);
-    KEEL_CHECK(rows <= bound && d.n_items <= kSplitCounters * n_sm_, "attention: {} decode split rows", rows);
-    float* scratch = attention_partials(bound * (static_cast<size_t>(hd) + 2));
-    d.partial_acc = scratch;
-    d.partial_ml = scratch + rows * static_cast<size_t>(hd);
-    d.split_counters = split_counters();
+    bind_split_scratch(
+        d, static_cast<size_t>(plan.decode_splits) * plan.decode_items.size() * static_cast<size_t>(n_heads / n_kv));
   }
   launch_attention(d, at, beside ? aux_stream_ : stream_);
   if (beside) {
