@@ -130,6 +130,7 @@ int run_router(RouterArgs a) {
   int sig = 0;
   sigwait(&stop_signals, &sig);
   KEEL_LOG_INFO("signal {}: stopping", sig);
+  svc.close_peer_feed();  // its streams would hold the front end's drain
   http.stop();
   svc.stop();
   return 0;
@@ -174,6 +175,10 @@ void register_router(CLI::App& app) {
                   "This router is instance i of n on the same replicas (i/n; several behind one balancer): "
                   "simultaneous burst picks of the instances interleave instead of stacking")
       ->capture_default_str();
+  cmd->add_option("--peer", a->router.peers,
+                  "Another router instance on the same replicas (http://host:port; repeatable): subscribe to its "
+                  "/v1/router/peer_feed and, while every peer feed is live, count its requests exactly instead of "
+                  "the --instance estimate (keep --instance i/n: it still splits ties, and is the fallback)");
   cmd->add_flag("--burst-shares", a->router.cache_aware.burst_shares,
                 "With --instance i/n, n > 1: during a burst each instance fills its own share of the replicas first "
                 "(off by default: on the device test bed it balanced worse than without; docs/performance.md)");
