@@ -418,8 +418,8 @@ class CacheAware final : public Policy {
     if (k == 0) return best;
     size_t want = static_cast<size_t>(config_.instance) % k;
     for (size_t j = 0; j < n; ++j) {
-      const size_t i = (start + j) % n;
-      if (tied(c[i]) && want-- == 0) return static_cast<int32_t>(i);
+      const size_t x = (start + j) % n;
+      if (tied(c[x]) && want-- == 0) return static_cast<int32_t>(x);
     }
     return best;
   }
