@@ -88,7 +88,8 @@
 // guard this instance's arrivals n times (proxy_admit.cc).
 // Peer sync (RouteRequest::synced: every --peer feed live, so the loads and work hold every instance's decisions
 // up to the feeds' lag of a decision or two): instances deciding within that lag still see the same view, so among
-// the k candidates tied for a pick (equal holders by work and load, spill targets, free-cache picks), listed in the
+// the k candidates tied for a pick (equal holders by work and load, in a burst by load alone; spill targets;
+// free-cache picks), listed in the
 // group's rotation (from the group's hash: the same list on every instance), instance i takes the (i mod k)-th. The
 // rotation offset by i x replicas / n used without sync sends two instances to the same replica whenever both
 // offsets precede the same tied candidate (k = 2 of 4); the i-th of the tied list never does while k >= n.
@@ -334,9 +335,17 @@ class CacheAware final : public Policy {
     }
     const bool burst = is_burst(req, total);
     if (holder_in >= 0 && split_ties(req)) {
+      // In a burst the count bound decides, and the least loaded come first: work (16 tokens a warm
+      // request) would make a unique best that two simultaneous decisions both take.
       auto busier = [&](const CandidateView& a, const CandidateView& b) {
-        return a.work != b.work ? a.work > b.work : effective_load(a) > effective_load(b);
+        if (burst || a.work == b.work) return effective_load(a) > effective_load(b);
+        return a.work > b.work;
       };
+      for (size_t i = 0; burst && i < c.size(); ++i) {
+        if (equal(c[i]) && within(c[i]) && busier(c[static_cast<size_t>(holder_in)], c[i])) {
+          holder_in = static_cast<int32_t>(i);
+        }
+      }
       holder_in = nth_tied(
           req, c, holder_in, [&](const CandidateView& v) { return equal(v) && within(v); }, busier);
     }

@@ -146,6 +146,7 @@ Result run(int n, int burst, int lag, bool peers, int push = 3, const std::vecto
                                    c);
     EXPECT_GE(p.index, 0);
     const auto r = static_cast<size_t>(p.index);
+
     const int64_t cost = CacheAwareConfig{}.cost(kKeys, c[r].match, 1);
     in.replicas[r]->in_flight.fetch_add(1);
     in.replicas[r]->work.fetch_add(cost);
@@ -185,39 +186,36 @@ bool within_2(const Fleet& f) {
   return *lo > 0 && *hi <= 2 * *lo;
 }
 
-// Two and four instances, bursts of 12 and 24, the replicas pushing every 3 decisions. With each
-// instance seeing the others' decisions before its next one (lag 0), every state with 12 or more in
-// flight keeps 1.5x; the bench's burst of 12 on two instances keeps it at every lag up to 3 decisions,
-// on four instances up to 1.
-TEST(PeerSyncedInstances, KeepTheBoundWhileTheFeedIsCurrent) {
-  for (int n : {2, 4}) {
-    for (int burst : {12, 24}) {
-      const Result r = run(n, burst, 0, true);
-      EXPECT_TRUE(within_1_5(r.worst)) << n << " instances, burst " << burst << ": " << state(r.worst);
+// Two instances, bursts of 12 and 24, the replicas pushing every 3 decisions, each instance seeing the
+// other's decisions 0, 1 or 2 decisions late: every state with 12 or more in flight keeps 1.5x. Four
+// instances keep it while the feed is current (lag 0).
+TEST(PeerSyncedInstances, KeepTheBound) {
+  for (int burst : {12, 24}) {
+    for (int lag : {0, 1, 2}) {
+      const Result r = run(2, burst, lag, true);
+      EXPECT_TRUE(within_1_5(r.worst)) << "burst " << burst << ", lag " << lag << ": " << state(r.worst);
       EXPECT_EQ(sum(r.fleet), burst);
     }
+    const Result four = run(4, burst, 0, true);
+    EXPECT_TRUE(within_1_5(four.worst)) << "four instances, burst " << burst << ": " << state(four.worst);
+    EXPECT_EQ(sum(four.fleet), burst);
   }
-  for (int lag : {1, 2, 3}) EXPECT_EQ(state(run(2, 12, lag, true).worst), "3 3 3 3") << lag;
-  EXPECT_EQ(state(run(4, 12, 1, true).worst), "3 3 3 3");
 }
 
-// Where a lagging feed breaks 1.5x (stated, not hidden): two decisions made on views that each miss the
-// other's latest pick can both take the replica that looks least busy. Burst 24 at lags 1-2 passes
-// through 5 4 3 4 (1.67; two and four instances), four instances at lag 2 through 2 3 3 4 (2.0) and end
-// burst 24 at 6 8 6 4 (2.0). Every case stays within 2x.
-TEST(PeerSyncedInstances, LaggingFeedStaysWithinTwice) {
-  for (int n : {2, 4}) {
-    for (int burst : {12, 24}) {
-      for (int lag : {1, 2}) {
-        const Result r = run(n, burst, lag, true);
-        EXPECT_TRUE(within_2(r.worst)) << n << " instances, burst " << burst << ", lag " << lag << ": "
-                                       << state(r.worst);
-        EXPECT_TRUE(within_2(r.fleet)) << n << " " << burst << " " << lag << ": " << state(r.fleet);
-      }
+// Where peer sync does not keep 1.5x (stated, not hidden): four instances with the feed 1 or 2 decisions
+// late. With k tied candidates and n > k instances deciding on the same view, instances i and i + k take
+// the same one (a burst of 12 passes 2 3 3 4 at lag 1 and 3 2 3 4 at lag 2, 2.0); two instances at a lag
+// of 3 pass 3 3 5 3 in a burst of 24 (1.67). Every case stays within 2x.
+TEST(PeerSyncedInstances, FourInstancesWithALaggingFeedStayWithinTwice) {
+  for (int burst : {12, 24}) {
+    for (int lag : {1, 2}) {
+      const Result r = run(4, burst, lag, true);
+      EXPECT_TRUE(within_2(r.worst)) << "burst " << burst << ", lag " << lag << ": " << state(r.worst);
+      EXPECT_FALSE(within_1_5(r.worst)) << "burst " << burst << ", lag " << lag << ": " << state(r.worst);
     }
   }
-  EXPECT_FALSE(within_1_5(run(2, 24, 1, true).worst));
-  EXPECT_FALSE(within_1_5(run(4, 12, 2, true).worst));
+  EXPECT_EQ(state(run(2, 12, 3, true).worst), "3 3 3 3");
+  EXPECT_TRUE(within_2(run(2, 24, 3, true).worst));
 }
 
 // The same harness without peers (Session 10's --instance i/n estimate, the bench's --no-peers), pushes
@@ -232,18 +230,18 @@ TEST(PeerSyncedInstances, WithoutPeersTheSameHarnessBreaksTheBound) {
   }
 }
 
-// An uneven split (8 and 4 of every 12 between two instances): with a current feed (lag 0-1) the burst
-// of 12 ends 3 3 3 3 and 24 keeps 1.5x at lag 0 (4 3 3 3); at lag 1 burst 24 passes 4 5 3 4 (1.67), at
-// lag 2 both pass 2 4 3 3 (2.0). Bound reached: 2x at every lag 0-2 (no peers: 4 2 3 3, 2.0).
+// An uneven split (8 and 4 of every 12 between two instances): a burst of 12 ends 3 3 3 3 at lags 0-1
+// and one of 24 keeps 1.5x at lag 0 (4 3 3 3); at lag 1 burst 24 passes 4 5 3 4 (1.67), at lag 2 both
+// pass 2 4 3 3 (2.0): the instance with two of every three requests decides twice on a view missing the
+// other's pick. Bound reached: 2x at every lag 0-2 (without peers: 4 2 3 3, 2.0, at pushes every 3).
 TEST(PeerSyncedInstances, UnevenSplitStaysWithinTwice) {
   const std::vector<int> split{0, 0, 1};
   for (int burst : {12, 24}) {
     for (int lag : {0, 1, 2}) {
       const Result r = run(2, burst, lag, true, 3, split);
       EXPECT_TRUE(within_2(r.worst)) << burst << " " << lag << ": " << state(r.worst);
-      if (lag == 0 || burst == 12) {
-        EXPECT_EQ(lag < 2, within_1_5(r.worst)) << burst << " " << lag << ": " << state(r.worst);
-      }
+      const bool expect_1_5 = lag == 0 || (lag == 1 && burst == 12);
+      EXPECT_EQ(expect_1_5, within_1_5(r.worst)) << burst << " " << lag << ": " << state(r.worst);
     }
   }
 }
