@@ -143,6 +143,7 @@ ReplicaPtr ProxyRequest::choose() {
   // Every --peer feed live: the peers' own requests are known exactly (their feeds), no estimate.
   const bool synced = svc_.peers().all_live();
   const int64_t instances = svc_.config().cache_aware.instances;
+  const bool peer_work = svc_.config().peer_work;
   for (const ReplicaPtr* r : cands) {
     const Replica& rep = **r;
     const bool exact = svc_.index().exact_live(rep.id);
@@ -150,7 +151,7 @@ ReplicaPtr ProxyRequest::choose() {
     const int64_t match = prefix ? svc_.index().match(rep.id, *keys_, &stored) : 0;
     views.push_back(CandidateView{
         .load = synced ? rep.load_synced() : rep.load(instances),
-        .work = rep.work.load(std::memory_order_relaxed) + (synced ? rep.peer_work.load(std::memory_order_relaxed) : 0),
+        .work = rep.work.load(std::memory_order_relaxed) + (synced && peer_work ? rep.peer_work.load(std::memory_order_relaxed) : 0),
         .match = match,
         .free_cache = rep.free_cache(exact ? svc_.index().n_exact(rep.id) : svc_.index().n_approx(rep.id)),
         .remote = !region_.empty() && !rep.labels.region.empty() && rep.labels.region != region_,

@@ -60,6 +60,9 @@ struct RouterConfig {
   // subscribes to their /v1/router/peer_feed and, while every feed is live, counts their requests
   // exactly instead of the --instance estimate (docs/router.md, load signal).
   std::vector<std::string> peers;
+  // With the peers synced, a replica's work in flight includes the peers' work (their feeds); false
+  // (--no-peer-work): this instance's own work only, as without peers (the loads stay exact).
+  bool peer_work = true;
 
   Status validate() const;
 };
