@@ -175,13 +175,15 @@ void register_router(CLI::App& app) {
                   "This router is instance i of n on the same replicas (i/n; several behind one balancer): "
                   "simultaneous burst picks of the instances interleave instead of stacking")
       ->capture_default_str();
-  cmd->add_option("--peer", a->router.peers,
-                  "Another router instance on the same replicas (http://host:port; repeatable): subscribe to its "
-                  "/v1/router/peer_feed and, while every peer feed is live, count its requests exactly instead of "
-                  "the --instance estimate (keep --instance i/n: it still splits ties, and is the fallback)");
-  cmd->add_flag("!--no-peer-work", a->router.peer_work,
-                "With --peer: the work rule and cost spills see this instance's own work in flight only (the loads "
-                "stay exact)");
+  cmd->add_option(
+      "--peer", a->router.peers,
+      "Another router instance on the same replicas (http://host:port; repeatable): subscribe to its "
+      "/v1/router/peer_feed and, while every peer feed is live, count its requests exactly instead of "
+      "the --instance estimate (keep --instance i/n: it splits simultaneous ties, and is the fallback while a "
+      "peer feed is down)");
+  cmd->add_flag("--peer-work", a->router.peer_work,
+                "With --peer: the work rule and cost spills also count the peers' work in flight (off by default: "
+                "on the device test bed it made more cold copies; the loads are exact either way)");
   cmd->add_flag("--burst-shares", a->router.cache_aware.burst_shares,
                 "With --instance i/n, n > 1: during a burst each instance fills its own share of the replicas first "
                 "(off by default: on the device test bed it balanced worse than without; docs/performance.md)");

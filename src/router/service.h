@@ -60,9 +60,11 @@ struct RouterConfig {
   // subscribes to their /v1/router/peer_feed and, while every feed is live, counts their requests
   // exactly instead of the --instance estimate (docs/router.md, load signal).
   std::vector<std::string> peers;
-  // With the peers synced, a replica's work in flight includes the peers' work (their feeds); false
-  // (--no-peer-work): this instance's own work only, as without peers (the loads stay exact).
-  bool peer_work = true;
+  // With the peers synced, whether a replica's work in flight (the work rule, cost spills, equal holders)
+  // includes the peers' work (`--peer-work`). Off by default: the loads stay exact either way, but with
+  // the peers' work the cost test spilled tail groups as eagerly as a single router and lost hit rate and
+  // TTFT on the device (docs/performance.md, Session 11); each instance's own work keeps Session 10's copies.
+  bool peer_work = false;
 
   Status validate() const;
 };

@@ -75,7 +75,9 @@ std::string state(const Fleet& f) { return fmt::format("{} {} {} {}", f[0], f[1]
 // `burst` requests of one new group (no replica holds it; polled free caches differ a little, the same
 // on every instance) to `n` instances in turn (or by `split`), none finishing meanwhile. `peers`: every
 // instance has a live peer feed from every other (lag `lag`); else Session 10's --instance i/n estimate.
-Result run(int n, int burst, int lag, bool peers, int push = 3, const std::vector<int>& split = {}) {
+// `peer_work`: the candidates' work includes the peers' (keel router --peer-work); else own work only (the default).
+Result run(int n, int burst, int lag, bool peers, int push = 3, const std::vector<int>& split = {},
+           bool peer_work = false) {
   std::vector<Instance> inst(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {
     Instance& in = inst[static_cast<size_t>(i)];
@@ -130,7 +132,7 @@ Result run(int n, int burst, int lag, bool peers, int push = 3, const std::vecto
     for (size_t r = 0; r < kReplicas; ++r) {
       const Replica& rep = *in.replicas[r];
       c.push_back({.load = synced ? rep.load_synced() : rep.load(in.instances),
-                   .work = rep.work.load() + (synced ? rep.peer_work.load() : 0),
+                   .work = rep.work.load() + (synced && peer_work ? rep.peer_work.load() : 0),
                    .match = in.own[r] > 0 || in.announced[r] ? kKeys : 0,
                    .free_cache = free_cache[r],
                    .id = rep.id,
@@ -187,18 +189,22 @@ bool within_2(const Fleet& f) {
 }
 
 // Two instances, bursts of 12 and 24, the replicas pushing every 3 decisions, each instance seeing the
-// other's decisions 0, 1 or 2 decisions late: every state with 12 or more in flight keeps 1.5x. Four
-// instances keep it while the feed is current (lag 0).
+// other's decisions 0, 1 or 2 decisions late: every state with 12 or more in flight keeps 1.5x, with
+// own work (the default) and with the peers' work (--peer-work). Four instances keep it while the feed
+// is current (lag 0).
 TEST(PeerSyncedInstances, KeepTheBound) {
-  for (int burst : {12, 24}) {
-    for (int lag : {0, 1, 2}) {
-      const Result r = run(2, burst, lag, true);
-      EXPECT_TRUE(within_1_5(r.worst)) << "burst " << burst << ", lag " << lag << ": " << state(r.worst);
-      EXPECT_EQ(sum(r.fleet), burst);
+  for (bool peer_work : {false, true}) {
+    for (int burst : {12, 24}) {
+      for (int lag : {0, 1, 2}) {
+        const Result r = run(2, burst, lag, true, 3, {}, peer_work);
+        EXPECT_TRUE(within_1_5(r.worst)) << "burst " << burst << ", lag " << lag << ", peer work " << peer_work << ": "
+                                         << state(r.worst);
+        EXPECT_EQ(sum(r.fleet), burst);
+      }
+      const Result four = run(4, burst, 0, true, 3, {}, peer_work);
+      EXPECT_TRUE(within_1_5(four.worst)) << "four instances, burst " << burst << ": " << state(four.worst);
+      EXPECT_EQ(sum(four.fleet), burst);
     }
-    const Result four = run(4, burst, 0, true);
-    EXPECT_TRUE(within_1_5(four.worst)) << "four instances, burst " << burst << ": " << state(four.worst);
-    EXPECT_EQ(sum(four.fleet), burst);
   }
 }
 
