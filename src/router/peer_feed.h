@@ -5,15 +5,17 @@
 // prompt group's key, policy.h kGroupTokens; 0 = none) after each routing decision and `event: done`
 // ({"url", "in_flight", "work"}) after each completion or failure of its own requests, and a `:`
 // heartbeat each second. Values are absolute: a lost or reordered event is healed by the next.
-// Events are formatted and pushed under one mutex that also reads the figures, so a subscriber's last
-// event per replica always carries the current value. Any thread; the no-subscriber path is one
-// atomic load.
+// Events are formatted under one mutex that also reads the figures, so a subscriber's last event per
+// replica always carries the current value; they are appended to one pending buffer that a single
+// posted flush hands to every subscriber (one write for all the events a busy io thread made before
+// the flush ran, not one per event). Any thread; the no-subscriber path is a fence and one atomic load.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "router/replica.h"
@@ -46,6 +48,7 @@ class PeerFeed {
     return n_subs_.load(std::memory_order_relaxed) > 0;
   }
   void emit(const char* event, const Replica& r, const uint64_t* group);
+  void flush();
 
   struct Subscriber {
     server::http::ExchangePtr exchange;
@@ -54,6 +57,8 @@ class PeerFeed {
   std::mutex mu_;
   std::vector<Subscriber> subs_;  // guarded by mu_
   bool closed_ = false;           // guarded by mu_
+  std::string pending_;           // guarded by mu_: events not yet pushed
+  bool flush_posted_ = false;     // guarded by mu_
   std::atomic<int64_t> n_subs_{0};
 };
 
