@@ -151,7 +151,8 @@ ReplicaPtr ProxyRequest::choose() {
     const int64_t match = prefix ? svc_.index().match(rep.id, *keys_, &stored) : 0;
     views.push_back(CandidateView{
         .load = synced ? rep.load_synced() : rep.load(instances),
-        .work = rep.work.load(std::memory_order_relaxed) + (synced && peer_work ? rep.peer_work.load(std::memory_order_relaxed) : 0),
+        .work = rep.work.load(std::memory_order_relaxed) +
+                (synced && peer_work ? rep.peer_work.load(std::memory_order_relaxed) : 0),
         .match = match,
         .free_cache = rep.free_cache(exact ? svc_.index().n_exact(rep.id) : svc_.index().n_approx(rep.id)),
         .remote = !region_.empty() && !rep.labels.region.empty() && rep.labels.region != region_,
