@@ -95,9 +95,10 @@ int run_router(RouterArgs a) {
   if (Status st = a.router.cache_aware.set_instance(a.instance); !st.ok()) return fail(2, st);
   if (Status st = a.router.validate(); !st.ok()) return fail(2, st);
   if (!a.router.peers.empty() && a.router.cache_aware.instances != static_cast<int64_t>(a.router.peers.size()) + 1) {
-    KEEL_LOG_WARN("{} --peer given with --instance {}: give every instance --instance i/n with n = peers + 1, or "
-                  "simultaneous ties are not split between the instances",
-                  a.router.peers.size(), a.instance);
+    KEEL_LOG_WARN(
+        "{} --peer given with --instance {}: give every instance --instance i/n with n = peers + 1, or "
+        "simultaneous ties are not split between the instances",
+        a.router.peers.size(), a.instance);
   }
   if (Status st = a.http.validate(); !st.ok()) return fail(2, st);
   auto policy = router::make_policy(a.router.policy, a.router.cache_aware);
