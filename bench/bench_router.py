@@ -12,7 +12,9 @@ With --router-cpu C the routers run pinned to CPU C (taskset) and the backend an
 highest request rate one router core sustains. --low-connections N adds a low-load latency run (N
 connections, the router core mostly idle: what a request pays, not queueing). --repeat N interleaves
 the routers N times. --baseline-keel B also measures another keel binary (e.g. a build from before a
-change) with --baseline-upstream-threads, in the same run.
+change) with --baseline-upstream-threads, in the same run. --peer-feed subscribes a reader to the keel
+router's GET /v1/router/peer_feed (as a peer instance would, docs/router.md) for its runs, so every
+decision and completion also emits a peer event: the cost of exact peer sync on the proxy path.
 
 Usage: bench/bench_router.py [--build build] [--sglang-router PYTHON] [--seconds 5] [--connections 8]
          [--router-cpu C --other-cpus LIST] [--peak-procs 4 --peak-connections 16] [--repeat N]
@@ -26,6 +28,7 @@ import pathlib
 import signal
 import socket
 import subprocess
+import threading
 import time
 import urllib.request
 
@@ -110,6 +113,10 @@ def run_router(kind, build, bport, a, results):
         timeout = 120
     try:
         wait_http(f"http://127.0.0.1:{port}/health", timeout)
+        if kind == "keel" and a.peer_feed:
+            name += " + a peer subscribed"
+            threading.Thread(target=drain_peer_feed, args=(port,), daemon=True).start()
+            wait_subscribed(port)
         if a.low_connections > 0:
             results.append(measure(name + " low load", build, port, proc.pid, a.seconds, a.low_connections,
                                    warmup=a.warmup))
@@ -120,6 +127,26 @@ def run_router(kind, build, bport, a, results):
             results.append(r)
     finally:
         stop(proc)
+
+
+def drain_peer_feed(port: int) -> None:
+    """Reads the router's peer feed until it ends (the router stops)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/router/peer_feed", timeout=600) as r:
+            while r.read(65536):
+                pass
+    except OSError:
+        pass
+
+
+def wait_subscribed(port: int, timeout_s: float = 10) -> None:
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as r:
+            if b"keel_router_peer_feed_subscribers 1" in r.read():
+                return
+        time.sleep(0.05)
+    raise RuntimeError("the peer feed reader did not subscribe")
 
 
 def stop(proc: subprocess.Popen) -> None:
@@ -150,6 +177,8 @@ def main() -> None:
     ap.add_argument("--baseline-keel", default="", help="another keel binary to measure in the same run")
     ap.add_argument("--baseline-upstream-threads", type=int, default=1)
     ap.add_argument("--no-decision", action="store_true", help="skip bench_router_decision")
+    ap.add_argument("--peer-feed", action="store_true",
+                    help="a reader subscribed to the keel router's /v1/router/peer_feed during its runs")
     a = ap.parse_args()
     build = pathlib.Path(a.build)
     if a.router_cpu is not None:

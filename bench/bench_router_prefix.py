@@ -41,7 +41,9 @@ High availability (--routers N): N instances of the router under test, as a depl
 balancer runs them, on the same replicas with the same flags (keel: each instance subscribes to every
 replica's cache feed; sglang-router: N processes with the same worker list, each its own tree). The
 client sends request i to instance i mod N (open loop, closed loop and the burst alike); keel instance i
-gets --instance i/N (unless the row's flags name --instance); --router-cpus
+gets --instance i/N (unless the row's flags name --instance) and --peer for every other instance (exact
+peer sync, docs/router.md; not with --no-peers, or for a row whose flags hold --no-peers, which the script
+takes out: Session 10's instances); --router-cpus
 is split between the instances (12-13 -> 12 and 13). N = 1 is the single router of earlier sessions.
 
 Skewed and realistic traffic: --zipf S gives group g a share ~ 1/(g+1)^S of the groups x per-group
@@ -430,6 +432,9 @@ def run_policy(keel, replicas, args, extra, reqs, times, sources=None):
     binary = keel
     if extra and extra[0].startswith("--binary="):  # a router binary other than the replicas' (A/B runs)
         binary, extra = extra[0].split("=", 1)[1], extra[1:]
+    peers = not args.no_peers and "--no-peers" not in extra  # a row's --no-peers is the script's, not keel's
+    extra = [e for e in extra if e != "--no-peers"]
+    ports = [free_port() for _ in range(args.routers)]
 
     def router_cmd(port, i):
         if sglang:
@@ -440,10 +445,12 @@ def run_policy(keel, replicas, args, extra, reqs, times, sources=None):
                "--health-interval-ms", "200", *extra]
         if args.routers > 1 and "--instance" not in extra:  # keel: instance i of N (docs/router.md)
             cmd += ["--instance", f"{i}/{args.routers}"]
+        if args.routers > 1 and peers and "--peer" not in extra:  # keel: exact sync with every other instance
+            cmd += [a for k, p in enumerate(ports) if k != i for a in ("--peer", f"http://127.0.0.1:{p}")]
         return cmd + (["--http-threads", "1", "--upstream-threads", "1"] if args.router_cpus else [])
     # --routers N: N independent instances, same flags and replicas (keel: each subscribes to every
-    # replica's cache feed itself), the router CPUs split between them; the client spreads over them.
-    ports = [free_port() for _ in range(args.routers)]
+    # replica's cache feed itself, and to every other instance's peer feed), the router CPUs split between
+    # them; the client spreads over them.
     procs = [subprocess.Popen(router_cmd(port, i), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                               preexec_fn=pin(cpus))
              for i, (port, cpus) in enumerate(zip(ports, split_cpus(cpu_set(args.router_cpus), args.routers)))]
@@ -478,6 +485,8 @@ def run_policy(keel, replicas, args, extra, reqs, times, sources=None):
         if not sglang:  # each instance's decisions during the closed-loop burst, by kind
             burst["burst_decisions"] = [{k: v - was.get(k, 0) for k, v in decisions([b]).items() if v - was.get(k, 0)}
                                         for b, was in zip(bases, per_instance)]
+        if not sglang and args.routers > 1 and peers:  # every peer feed still live at the end (exact view)
+            burst["peer_synced"] = [metric(b, "keel_router_peer_synced") for b in bases]
     finally:
         for proc in procs:
             proc.send_signal(signal.SIGTERM)
@@ -495,7 +504,7 @@ def run_policy(keel, replicas, args, extra, reqs, times, sources=None):
             "ttft_p99_ms": round(pct(lat, 99) * 1e3, 1),
             "ttft_mean_ms": round(statistics.fmean(lat) * 1e3, 1), "errors": len(errors),
             "req_per_s": round(len(lat) / wall, 2), "burst_view": "replicas" if replica_view else "router",
-            "routers": args.routers,
+            "routers": args.routers, "peers": bool(not sglang and args.routers > 1 and peers),
             "decisions": picks, **burst, **trace}
 
 
@@ -527,6 +536,8 @@ def main():
     ap.add_argument("--routers", type=int, default=1,
                     help="instances of the router under test (high availability): --router-cpus split between "
                          "them, requests to them round-robin by index")
+    ap.add_argument("--no-peers", action="store_true",
+                    help="--routers N: no --peer between the keel instances (Session 10's --instance estimate alone)")
     ap.add_argument("--client-cpus", default="", help="CPUs for this script (the load generator)")
     ap.add_argument("--groups", type=int, default=8)
     ap.add_argument("--per-group", type=int, default=6)

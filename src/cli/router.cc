@@ -94,6 +94,12 @@ int run_router(RouterArgs a) {
   const sigset_t stop_signals = block_stop_signals();
   if (Status st = a.router.cache_aware.set_instance(a.instance); !st.ok()) return fail(2, st);
   if (Status st = a.router.validate(); !st.ok()) return fail(2, st);
+  if (!a.router.peers.empty() && a.router.cache_aware.instances != static_cast<int64_t>(a.router.peers.size()) + 1) {
+    KEEL_LOG_WARN(
+        "{} --peer given with --instance {}: give every instance --instance i/n with n = peers + 1, or "
+        "simultaneous ties are not split between the instances",
+        a.router.peers.size(), a.instance);
+  }
   if (Status st = a.http.validate(); !st.ok()) return fail(2, st);
   auto policy = router::make_policy(a.router.policy, a.router.cache_aware);
   if (!policy.ok()) return fail(2, policy.status());
@@ -130,6 +136,7 @@ int run_router(RouterArgs a) {
   int sig = 0;
   sigwait(&stop_signals, &sig);
   KEEL_LOG_INFO("signal {}: stopping", sig);
+  svc.close_peer_feed();  // its streams would hold the front end's drain
   http.stop();
   svc.stop();
   return 0;
@@ -174,6 +181,15 @@ void register_router(CLI::App& app) {
                   "This router is instance i of n on the same replicas (i/n; several behind one balancer): "
                   "simultaneous burst picks of the instances interleave instead of stacking")
       ->capture_default_str();
+  cmd->add_option(
+      "--peer", a->router.peers,
+      "Another router instance on the same replicas (http://host:port; repeatable): subscribe to its "
+      "/v1/router/peer_feed and, while every peer feed is live, count its requests exactly instead of "
+      "the --instance estimate (keep --instance i/n: it splits simultaneous ties, and is the fallback while a "
+      "peer feed is down)");
+  cmd->add_flag("--peer-work", a->router.peer_work,
+                "With --peer: the work rule and cost spills also count the peers' work in flight (off by default: "
+                "on the device test bed it made more cold copies; the loads are exact either way)");
   cmd->add_flag("--burst-shares", a->router.cache_aware.burst_shares,
                 "With --instance i/n, n > 1: during a burst each instance fills its own share of the replicas first "
                 "(off by default: on the device test bed it balanced worse than without; docs/performance.md)");

@@ -43,6 +43,9 @@ struct RouteRequest {
   double group_expected = 0;
   uint64_t random = 0; // fresh random bits for this decision
   uint64_t group = 0;  // the prompt group's key (its first kGroupTokens), 0 = none: picks its home holder
+  // Every peer instance's decisions are in the loads and work (keel router --peer, all feeds live): no
+  // --instance estimate, no burst shares; ties among several instances split by nth_tied (policy_cache_aware.cc).
+  bool synced = false;
 };
 
 // kWarmQueue: the best match was over the request-count bound and took the request by the work rule

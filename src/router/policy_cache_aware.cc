@@ -86,6 +86,13 @@
 // so the instances' simultaneous burst picks (made before any push reaches the others) interleave instead of
 // stacking on the same replicas; the load counts each request sent since the last push n times and the burst
 // guard this instance's arrivals n times (proxy_admit.cc).
+// Peer sync (RouteRequest::synced: every --peer feed live, so the loads and work hold every instance's decisions
+// up to the feeds' lag of a decision or two): instances deciding within that lag still see the same view, so among
+// the k candidates tied for a pick (equal holders by work and load, in a burst by load alone; spill targets;
+// free-cache picks), listed in the
+// group's rotation (from the group's hash: the same list on every instance), instance i takes the (i mod k)-th. The
+// rotation offset by i x replicas / n used without sync sends two instances to the same replica whenever both
+// offsets precede the same tied candidate (k = 2 of 4); the i-th of the tied list never does while k >= n.
 // Burst shares (several instances, in a burst of the request's group): after a push the loads are no longer
 // tied, and instances that see the same least busy replica all take it (the rotation only breaks exact ties),
 // so each instance keeps to its own share instead: the replicas in the group's rotation (from the group's
@@ -120,7 +127,7 @@ class CacheAware final : public Policy {
 
   Pick pick(const RouteRequest& req, std::span<const CandidateView> c) override {
     if (c.empty()) return {};
-    if (config_.instances > 1 && config_.burst_shares) {
+    if (config_.instances > 1 && config_.burst_shares && !req.synced) {
       std::vector<CandidateView> view(c.begin(), c.end());
       std::vector<char> own;
       bool drained = false;
@@ -238,6 +245,10 @@ class CacheAware final : public Policy {
       if (!within_bound(c[i])) continue;  // the work rule is for a useful match only
       if (roomiest < 0 || more_room(c[i], c[static_cast<size_t>(roomiest)])) roomiest = static_cast<int32_t>(i);
     }
+    if (roomiest >= 0 && split_ties(req)) {
+      roomiest = nth_tied(req, c, roomiest, within_bound,
+                          [&](const CandidateView& x, const CandidateView& y) { return more_room(y, x); });
+    }
     bool spilled = c[static_cast<size_t>(best_any)].match > 0 && !within_bound(c[static_cast<size_t>(best_any)]);
     return {.index = roomiest, .decision = spilled ? Decision::kImbalance : Decision::kFreeCache};
   }
@@ -323,6 +334,21 @@ class CacheAware final : public Policy {
       if (in_scope(c[i]) && (holder < 0 || less_busy(c[i], c[static_cast<size_t>(holder)]))) holder = idx;
     }
     const bool burst = is_burst(req, total);
+    if (holder_in >= 0 && split_ties(req)) {
+      // In a burst the count bound decides, and the least loaded come first: work (16 tokens a warm
+      // request) would make a unique best that two simultaneous decisions both take.
+      auto busier = [&](const CandidateView& a, const CandidateView& b) {
+        if (burst || a.work == b.work) return effective_load(a) > effective_load(b);
+        return a.work > b.work;
+      };
+      for (size_t i = 0; burst && i < c.size(); ++i) {
+        if (equal(c[i]) && within(c[i]) && busier(c[static_cast<size_t>(holder_in)], c[i])) {
+          holder_in = static_cast<int32_t>(i);
+        }
+      }
+      holder_in = nth_tied(
+          req, c, holder_in, [&](const CandidateView& v) { return equal(v) && within(v); }, busier);
+    }
     if (holder_in >= 0) {
       // Few holders, outside bursts: the group's home among the allowed equal holders while its queue
       // is under one cold prefill of this request; else (and in a burst) the least busy.
@@ -357,6 +383,13 @@ class CacheAware final : public Policy {
         target = static_cast<int32_t>(i);
       }
     }
+    if (target >= 0 && split_ties(req)) {
+      auto later = [&](const CandidateView& a, const CandidateView& b) {
+        const int64_t fa = a.work + cost(a), fb = b.work + cost(b);
+        return fa != fb ? fa > fb : a.match != b.match ? a.match < b.match : more_room(b, a);
+      };
+      target = nth_tied(req, c, target, within, later);
+    }
     if (holder >= 0 && !burst) {
       const CandidateView& h = c[static_cast<size_t>(holder)];
       // Every holder is still prefilling the prefix: queue behind that prefill, never a second one.
@@ -380,6 +413,25 @@ class CacheAware final : public Policy {
     return Pick{.index = target, .decision = Decision::kImbalance};  // no equal holder is allowed: a spill
   }
 
+  // Peer-synced instances split ties by nth_tied (the file comment); otherwise the rotations decide.
+  bool split_ties(const RouteRequest& req) const { return req.synced && config_.instances > 1; }
+  // Among the candidates `ok` allows that are tied with c[best] (neither worse(c[best], v) nor worse(v,
+  // c[best])), listed in the group's rotation, the (instance mod k)-th of the k.
+  template <typename Ok, typename Worse>
+  int32_t nth_tied(const RouteRequest& req, std::span<const CandidateView> c, int32_t best, Ok ok, Worse worse) const {
+    const size_t n = c.size(), start = mix64(req.group) % n;
+    const CandidateView& b = c[static_cast<size_t>(best)];
+    auto tied = [&](const CandidateView& v) { return ok(v) && !worse(v, b) && !worse(b, v); };
+    size_t k = 0;
+    for (const auto& v : c) k += tied(v) ? 1 : 0;
+    if (k == 0) return best;
+    size_t want = static_cast<size_t>(config_.instance) % k;
+    for (size_t j = 0; j < n; ++j) {
+      const size_t x = (start + j) % n;
+      if (tied(c[x]) && want-- == 0) return static_cast<int32_t>(x);
+    }
+    return best;
+  }
   // The replica's rank for the group's home: the same on every router instance, spread over replicas.
   static uint64_t home_rank(uint64_t group, const CandidateView& v) { return mix64(group ^ mix64(v.id)); }
   // v has a useful share of the prompt stored (not only in flight).

@@ -271,6 +271,7 @@ void ProxyRequest::release_replica(bool ok) {
   replica_->in_flight.fetch_sub(1, std::memory_order_relaxed);
   replica_->work.fetch_sub(work_, std::memory_order_relaxed);
   work_ = 0;
+  svc_.peer_feed().on_done(*replica_);
   if (group_counted_) {
     svc_.remove_group(group_);
     group_counted_ = false;

@@ -140,20 +140,25 @@ ReplicaPtr ProxyRequest::choose() {
   views.reserve(cands.size());
   // Loads are read and the pick counted in one step: concurrent decisions on other io threads see it.
   std::lock_guard decide(svc_.decision_mutex());
+  // Every --peer feed live: the peers' own requests are known exactly (their feeds), no estimate.
+  const bool synced = svc_.peers().all_live();
+  const int64_t instances = svc_.config().cache_aware.instances;
+  const bool peer_work = svc_.config().peer_work;
   for (const ReplicaPtr* r : cands) {
     const Replica& rep = **r;
     const bool exact = svc_.index().exact_live(rep.id);
     int64_t stored = 0;
     const int64_t match = prefix ? svc_.index().match(rep.id, *keys_, &stored) : 0;
     views.push_back(CandidateView{
-        .load = rep.load(svc_.config().cache_aware.instances),
-        .work = rep.work.load(std::memory_order_relaxed),
+        .load = synced ? rep.load_synced() : rep.load(instances),
+        .work = rep.work.load(std::memory_order_relaxed) +
+                (synced && peer_work ? rep.peer_work.load(std::memory_order_relaxed) : 0),
         .match = match,
         .free_cache = rep.free_cache(exact ? svc_.index().n_exact(rep.id) : svc_.index().n_approx(rep.id)),
         .remote = !region_.empty() && !rep.labels.region.empty() && rep.labels.region != region_,
         .cached = stored,
         .id = rep.id,
-        .sent = rep.sent_since_push(),
+        .sent = synced ? 0 : rep.sent_since_push(),
         .drained = rep.pushed_fell.load(std::memory_order_relaxed)});
   }
   const auto n_keys = static_cast<int64_t>(keys_->size());
@@ -162,9 +167,13 @@ ReplicaPtr ProxyRequest::choose() {
   // The group's arrivals in the burst window: this instance's own, or (with several router instances)
   // those the replicas announced from every instance (event: pending), whichever is more; each
   // instance alone sees only its share of a burst and would queue that many more at the holder.
-  // With n instances (--instance i/n) this one sees 1/n of the group's arrivals: its own count n times.
-  int64_t group_recent =
-      has_group_ ? svc_.config().cache_aware.instances * svc_.group_recent_locked(group_, now_ms - window_ms) : 0;
+  // With n instances (--instance i/n) this one sees 1/n of the group's arrivals: its own count n times,
+  // unless every peer feed is live: then its own plus the peers' route events, exactly.
+  int64_t group_recent = 0;
+  if (has_group_) {
+    group_recent = synced ? svc_.group_recent_locked(group_, now_ms - window_ms, true)
+                          : instances * svc_.group_recent_locked(group_, now_ms - window_ms);
+  }
   if (has_group_) {
     group_recent = std::max(group_recent, svc_.index().announced_since(group_index_, group_, t0 - window_ms * 1000));
   }
@@ -175,7 +184,8 @@ ReplicaPtr ProxyRequest::choose() {
                                               .group_recent = group_recent,
                                               .group_expected = group_expected,
                                               .random = random_u64(),
-                                              .group = has_group_ ? group_ : 0},
+                                              .group = has_group_ ? group_ : 0,
+                                              .synced = synced},
                                  views);
   if (pick.index < 0) return nullptr;
   ReplicaPtr chosen = *cands[static_cast<size_t>(pick.index)];
@@ -186,6 +196,7 @@ ReplicaPtr ProxyRequest::choose() {
     svc_.add_group_locked(group_, now_ms);  // taken off in release_replica
     group_counted_ = true;
   }
+  svc_.peer_feed().on_route(*chosen, has_group_ ? group_ : 0);  // the peers' view, under the decision mutex
   chosen->breaker.allow(now_ms);  // takes the half-open probe slot when probing
   svc_.count_decision(pick.decision);
   if (prefix) {

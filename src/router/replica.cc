@@ -38,6 +38,11 @@ int64_t Replica::load(int64_t instances) const {
   return std::max(polled, push + std::max<int64_t>(instances, 1) * sent_since);
 }
 
+int64_t Replica::load_synced() const {
+  return in_flight.load(std::memory_order_relaxed) + peer_in_flight.load(std::memory_order_relaxed) +
+         external_unsent.load(std::memory_order_relaxed);
+}
+
 int64_t Replica::sent_since_push() const {
   if (pushed.load(std::memory_order_relaxed) < 0) return 0;
   return std::max<int64_t>(in_flight.load(std::memory_order_relaxed) - pushed_ours.load(std::memory_order_relaxed), 0);
@@ -49,12 +54,15 @@ void Replica::set_pushed(int64_t count) {
   pushed_fell.store(now < pushed.exchange(now, std::memory_order_relaxed), std::memory_order_relaxed);
 }
 
-void Replica::set_reported(int64_t queued_now, int64_t running_now, int64_t ours) {
+void Replica::set_reported(int64_t queued_now, int64_t running_now, int64_t ours, int64_t peers) {
   queued.store(queued_now, std::memory_order_relaxed);
   running.store(running_now, std::memory_order_relaxed);
   const int64_t reported = std::max<int64_t>(queued_now, 0) + std::max<int64_t>(running_now, 0);
   const int64_t excess = queued_now < 0 ? 0 : std::max<int64_t>(reported - ours, 0);
   external.store(std::min(excess, excess_prev.exchange(excess, std::memory_order_relaxed)), std::memory_order_relaxed);
+  const int64_t unsent = queued_now < 0 ? 0 : std::max<int64_t>(reported - ours - std::max<int64_t>(peers, 0), 0);
+  external_unsent.store(std::min(unsent, unsent_prev.exchange(unsent, std::memory_order_relaxed)),
+                        std::memory_order_relaxed);
 }
 
 void Replica::set_kv(int64_t used, int64_t total, int64_t routed_at_send) {

@@ -63,6 +63,13 @@ class Replica {
   std::atomic<int64_t> work{0};
   std::atomic<int64_t> external{0};
   std::atomic<int64_t> excess_prev{0};  // the previous poll's reported - ours
+  // Peer sync (`keel router --peer`, peer_view.h): the peer instances' own in-flight count and work here,
+  // summed over the live peer feeds (0 without peers), and `external` less them: the traffic neither
+  // this instance nor a peer sent (from the same polls, the smaller of the last two).
+  std::atomic<int64_t> peer_in_flight{0};
+  std::atomic<int64_t> peer_work{0};
+  std::atomic<int64_t> external_unsent{0};
+  std::atomic<int64_t> unsent_prev{0};
   // Pushed load: the replica's in-flight count from its cache feed (`event: load`, sent within a few
   // ms of each admit and finish; -1 = none, or the feed is down) and the router's own in_flight when
   // it arrived. It counts every router instance's requests there, so load() takes
@@ -96,14 +103,18 @@ class Replica {
   // the router instances sending here (CacheAwareConfig::instances); each request sent since the push
   // stands for one from every instance, as they were sent within the same milliseconds.
   int64_t load(int64_t instances = 1) const;
+  // With every peer feed live: own in_flight + peer_in_flight + external_unsent (no guess: the peers
+  // report their decisions as they make them).
+  int64_t load_synced() const;
   // Requests the router sent here since the replica's last push (0 without a push): the part of
   // load() counted `instances` times.
   int64_t sent_since_push() const;
   // Records a pushed in-flight count (>= 0); clear_pushed() when the feed is lost.
   void set_pushed(int64_t count);
   void clear_pushed() { pushed.store(-1, std::memory_order_relaxed); }
-  // Records a polled report; `ours` = the router's in-flight count there while the poll was out.
-  void set_reported(int64_t queued_now, int64_t running_now, int64_t ours);
+  // Records a polled report; `ours` = the router's in-flight count there while the poll was out,
+  // `peers` = the peers' (peer_in_flight) alike.
+  void set_reported(int64_t queued_now, int64_t running_now, int64_t ours, int64_t peers = 0);
   // Records a polled KV report; `routed_at_send` = routed_slots when that poll was sent.
   void set_kv(int64_t used, int64_t total, int64_t routed_at_send);
   // Free KV slots if reported (less what the router sent here since that report), else minus

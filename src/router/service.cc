@@ -32,8 +32,29 @@ Status RouterConfig::validate() const {
   }
   if (char_block_bytes < 1) return make_error(ErrorCode::kInvalidArgument, "char-block-bytes must be >= 1");
   if (max_approx_entries < 1) return make_error(ErrorCode::kInvalidArgument, "max-approx-entries must be >= 1");
+  for (size_t i = 0; i < peers.size(); ++i) {
+    if (auto ep = parse_replica_url(peers[i]); !ep.ok()) {
+      return make_error(ErrorCode::kInvalidArgument, "--peer '{}': {}", peers[i], ep.status().message());
+    }
+    for (size_t k = 0; k < i; ++k) {
+      if (peers[k] == peers[i]) return make_error(ErrorCode::kInvalidArgument, "--peer '{}' is given twice", peers[i]);
+    }
+  }
   return {};
 }
+
+namespace {
+
+// The --peer URLs that parse (validate() refuses the others before a service is built).
+std::vector<std::string> parsed_peers(const RouterConfig& config) {
+  std::vector<std::string> out;
+  for (const auto& u : config.peers) {
+    if (parse_replica_url(u).ok()) out.push_back(u);
+  }
+  return out;
+}
+
+}  // namespace
 
 void RetryBudget::on_request() {
   std::lock_guard lock(mu_);
@@ -56,7 +77,9 @@ RouterService::RouterService(RouterConfig config, std::unique_ptr<Policy> policy
       replicas_(config_.breaker),
       index_(config_.max_approx_entries),
       upstream_(config_.upstream),
-      retry_budget_(config_.retry_budget_ratio, config_.retry_budget_min) {
+      retry_budget_(config_.retry_budget_ratio, config_.retry_budget_min),
+      peers_(parsed_peers(config_)) {
+  for (const auto& u : parsed_peers(config_)) peer_endpoints_.push_back(*parse_replica_url(u));
   decision_s_ = &metrics_.histogram("keel_router_decision_seconds", "Time to choose a replica.",
                                     {1e-6, 2e-6, 5e-6, 1e-5, 2e-5, 5e-5, 1e-4, 2e-4, 5e-4, 1e-3, 1e-2});
 }
@@ -110,10 +133,19 @@ void RouterService::start(boost::asio::io_context* front, int32_t front_threads)
   started_.store(true);
   for (const auto& r : *replicas_.snapshot()) start_feed(r);
   upstream_.run_after(0, [this] { health_round(); });
+  for (size_t p = 0; p < peers_.size(); ++p) run_peer_link(*this, p);
+  upstream_.run_after(kPeerHeartbeatMs, [this] { peer_heartbeat(); });
+}
+
+void RouterService::peer_heartbeat() {
+  if (stopping()) return;
+  peer_feed_.heartbeat();
+  upstream_.run_after(kPeerHeartbeatMs, [this] { peer_heartbeat(); });
 }
 
 void RouterService::stop() {
   stopping_.store(true);
+  peer_feed_.close();
   upstream_.stop();
 }
 
@@ -178,20 +210,23 @@ void RouterService::poll_load(const ReplicaPtr& r) {
                       .idle_timeout_ms = config_.health_timeout_ms};
   upstream_.send(r->endpoint, std::move(req),
                  {.on_head = nullptr,
-                  .on_data = [body](std::string_view b) {
-                    if (body->size() < (4 << 20)) body->append(b);
-                  },
-                  .on_done = [r, body, ours_at_send = r->in_flight.load(),
-                              routed_at_send = r->routed_slots.load()](UpstreamFailure f, const std::string&) {
-                    if (f != UpstreamFailure::kNone) return;
-                    // The replica counted at some moment while the poll was out: compare with the
-                    // larger of our counts at both ends, so our own requests are never counted twice.
-                    r->set_reported(gauge_value(*body, "keel_num_requests_waiting"),
-                                    gauge_value(*body, "keel_num_requests_running"),
-                                    std::max(ours_at_send, r->in_flight.load()));
-                    r->set_kv(gauge_value(*body, "keel_kv_slots_used"), gauge_value(*body, "keel_kv_slots_total"),
-                              routed_at_send);
-                  }});
+                  .on_data =
+                      [body](std::string_view b) {
+                        if (body->size() < (4 << 20)) body->append(b);
+                      },
+                  .on_done =
+                      [r, body, ours_at_send = r->in_flight.load(), peers_at_send = r->peer_in_flight.load(),
+                       routed_at_send = r->routed_slots.load()](UpstreamFailure f, const std::string&) {
+                        if (f != UpstreamFailure::kNone) return;
+                        // The replica counted at some moment while the poll was out: compare with the
+                        // larger of our counts at both ends, so our own requests are never counted twice.
+                        r->set_reported(gauge_value(*body, "keel_num_requests_waiting"),
+                                        gauge_value(*body, "keel_num_requests_running"),
+                                        std::max(ours_at_send, r->in_flight.load()),
+                                        std::max(peers_at_send, r->peer_in_flight.load()));
+                        r->set_kv(gauge_value(*body, "keel_kv_slots_used"), gauge_value(*body, "keel_kv_slots_total"),
+                                  routed_at_send);
+                      }});
 }
 
 void RouterService::add_routes(server::http::Router& router) {
@@ -199,6 +234,9 @@ void RouterService::add_routes(server::http::Router& router) {
   register_admin_routes(*this, router);
   router.add("GET", "/health", [this](server::http::HttpRequest&&, const ExchangePtr& ex) { handle_health(ex); });
   router.add("GET", "/metrics", [this](server::http::HttpRequest&&, const ExchangePtr& ex) { handle_metrics(ex); });
+  router.add("GET", "/v1/router/peer_feed", [this](server::http::HttpRequest&&, const ExchangePtr& ex) {
+    peer_feed_.subscribe(ex, *replicas_.snapshot());
+  });
 }
 
 void RouterService::handle_health(const ExchangePtr& ex) {
@@ -278,7 +316,37 @@ std::string RouterService::render_replica_metrics() {
     out += fmt::format("keel_router_replica_cache_entries{{replica=\"{}\",source=\"approx\"}} {}\n", r->url,
                        index_.n_approx(r->id));
   }
+  render_peer_metrics(out);
   return out;
+}
+
+void RouterService::render_peer_metrics(std::string& out) {
+  auto family = [&out](std::string_view name, std::string_view type, std::string_view help) {
+    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+  };
+  auto list = replicas_.snapshot();
+  family("keel_router_peer_live", "gauge", "1 while the peer instance's feed (--peer) is live, else 0.");
+  for (size_t p = 0; p < peers_.size(); ++p) {
+    out += fmt::format("keel_router_peer_live{{peer=\"{}\"}} {}\n", peers_.url(p), peers_.live(p) ? 1 : 0);
+  }
+  family("keel_router_peer_in_flight", "gauge",
+         "The peer instance's own requests in flight on the replica (0 while its feed is down).");
+  for (size_t p = 0; p < peers_.size(); ++p) {
+    for (const auto& r : *list) {
+      out += fmt::format("keel_router_peer_in_flight{{peer=\"{}\",replica=\"{}\"}} {}\n", peers_.url(p), r->url,
+                         peers_.in_flight(p, r->url));
+    }
+  }
+  family("keel_router_replica_peer_in_flight", "gauge", "The live peers' requests in flight on the replica, summed.");
+  for (const auto& r : *list) {
+    out += fmt::format("keel_router_replica_peer_in_flight{{replica=\"{}\"}} {}\n", r->url, r->peer_in_flight.load());
+  }
+  family("keel_router_peer_synced", "gauge", "1 while every --peer feed is live (decisions use the exact view).");
+  out += fmt::format("keel_router_peer_synced {}\n", peers_.all_live() ? 1 : 0);
+  family("keel_router_peer_events_dropped_total", "counter", "Peer feed events dropped (malformed, unknown replica).");
+  out += fmt::format("keel_router_peer_events_dropped_total {}\n", peer_dropped_.load());
+  family("keel_router_peer_feed_subscribers", "gauge", "Peer instances subscribed to this instance's feed.");
+  out += fmt::format("keel_router_peer_feed_subscribers {}\n", peer_feed_.n_subscribers());
 }
 
 int64_t RouterService::group_in_flight_locked(uint64_t group) const {
@@ -286,10 +354,20 @@ int64_t RouterService::group_in_flight_locked(uint64_t group) const {
   return it == groups_.end() ? 0 : it->second.in_flight;
 }
 
-int64_t RouterService::group_recent_locked(uint64_t group, int64_t since_ms) const {
+int64_t RouterService::group_recent_locked(uint64_t group, int64_t since_ms, bool peers) const {
   auto it = groups_.find(group);
   if (it == groups_.end()) return 0;
-  return it->second.routed.since(since_ms);
+  return it->second.routed.since(since_ms) + (peers ? it->second.peers_routed.since(since_ms) : 0);
+}
+
+void RouterService::add_peer_arrival(uint64_t group) {
+  const int64_t now_ms = now_us() / 1000;
+  std::lock_guard lock(decision_mu_);
+  GroupState& g = groups_[group];
+  g.peers_routed.add(now_ms);
+  g.rate.add(now_ms);
+  // An entry with none of this instance's requests in flight lives until add_group_locked's sweep.
+  if (++group_adds_ % kGroupSweepEvery == 0) sweep_groups_locked(now_ms);
 }
 
 double RouterService::group_expected_locked(uint64_t group, int64_t now_ms, int64_t window_ms, int64_t recent) const {
@@ -298,14 +376,14 @@ double RouterService::group_expected_locked(uint64_t group, int64_t now_ms, int6
   return it->second.rate.per_ms_before(now_ms, window_ms, recent) * static_cast<double>(window_ms);
 }
 
+void RouterService::sweep_groups_locked(int64_t now_ms) {
+  const auto idle_ms = static_cast<int64_t>(3 * kGroupRateMemoryMs);
+  std::erase_if(
+      groups_, [&](const auto& kv) { return kv.second.in_flight == 0 && now_ms - kv.second.rate.last_ms() > idle_ms; });
+}
+
 void RouterService::add_group_locked(uint64_t group, int64_t now_ms) {
-  constexpr int64_t kGroupSweepEvery = 1024;
-  if (++group_adds_ % kGroupSweepEvery == 0) {
-    const auto idle_ms = static_cast<int64_t>(3 * kGroupRateMemoryMs);
-    std::erase_if(groups_, [&](const auto& kv) {
-      return kv.second.in_flight == 0 && now_ms - kv.second.rate.last_ms() > idle_ms;
-    });
-  }
+  if (++group_adds_ % kGroupSweepEvery == 0) sweep_groups_locked(now_ms);
   GroupState& g = groups_[group];
   ++g.in_flight;
   g.routed.add(now_ms);
@@ -317,7 +395,9 @@ void RouterService::remove_group(uint64_t group) {
   std::lock_guard lock(decision_mu_);
   auto it = groups_.find(group);
   if (it == groups_.end()) return;
-  if (--it->second.in_flight == 0 && config_.cache_aware.burst_rate_factor <= 0) groups_.erase(it);
+  // With peers the entry also holds their recent arrivals: the sweep ends it.
+  if (--it->second.in_flight == 0 && config_.cache_aware.burst_rate_factor <= 0 && peers_.size() == 0)
+    groups_.erase(it);
   group_requests_.fetch_sub(1, std::memory_order_relaxed);
 }
 

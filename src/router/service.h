@@ -19,6 +19,8 @@
 #include <vector>
 
 #include "base/status.h"
+#include "router/peer_feed.h"
+#include "router/peer_view.h"
 #include "router/policy.h"
 #include "router/prefix_index.h"
 #include "router/replica.h"
@@ -54,6 +56,15 @@ struct RouterConfig {
   std::string state_file;                 // replica set saved here on every admin change (state_file.h)
   std::string region_header = "X-Keel-Region";
   bool access_log = true;
+  // Other router instances on the same replicas (`--peer http://host:port`, repeatable): this one
+  // subscribes to their /v1/router/peer_feed and, while every feed is live, counts their requests
+  // exactly instead of the --instance estimate (docs/router.md, load signal).
+  std::vector<std::string> peers;
+  // With the peers synced, whether a replica's work in flight (the work rule, cost spills, equal holders)
+  // includes the peers' work (`--peer-work`). Off by default: the loads stay exact either way, but with
+  // the peers' work the cost test spilled tail groups as eagerly as a single router and lost hit rate and
+  // TTFT on the device (docs/performance.md, Session 11); each instance's own work keeps Session 10's copies.
+  bool peer_work = false;
 
   Status validate() const;
 };
@@ -102,18 +113,31 @@ class RouterService {
   bool stopping() const { return stopping_.load(); }
   uint64_t next_request_number() { return next_request_.fetch_add(1, std::memory_order_relaxed); }
   server::Histogram& decision_seconds() { return *decision_s_; }
+  // Peer sync (peer_view.h, peer_feed.h): the peers' figures and this instance's own feed.
+  PeerView& peers() { return peers_; }
+  PeerFeed& peer_feed() { return peer_feed_; }
+  const Endpoint& peer_endpoint(size_t peer) const { return peer_endpoints_[peer]; }
+  // A peer routed a request of `group` (its route event): counted in the group's arrivals for the
+  // burst guard (group_recent_locked with peers; GroupRate), not in its requests in flight.
+  void add_peer_arrival(uint64_t group);
+  void count_peer_dropped() { peer_dropped_.fetch_add(1, std::memory_order_relaxed); }
+  // Ends the peer feed's streams (before the HTTP front end stops).
+  void close_peer_feed() { peer_feed_.close(); }
   // Held from reading the candidates' loads to counting the chosen replica's new request.
   std::mutex& decision_mutex() { return decision_mu_; }
   // Requests in flight per prompt group (policy.h, kGroupTokens): read and added under
   // decision_mutex() with the decision, taken off by remove_group (which takes it). group_recent_locked:
-  // the group's requests routed at or after since_ms (of the newest kMaxBurstArrivals; a group's history
+  // the group's requests routed at or after since_ms (of the newest kMaxBurstArrivals; with `peers`, the
+  // peers' route events received since then added; a group's history
   // ends when its last request in flight does with burst_rate_factor = 0, else when it has been idle for
   // 3 x kGroupRateMemoryMs).
   int64_t group_in_flight_locked(uint64_t group) const;
-  int64_t group_recent_locked(uint64_t group, int64_t since_ms) const;
+  int64_t group_recent_locked(uint64_t group, int64_t since_ms, bool peers = false) const;
   // Arrivals the group's own rate (GroupRate, before the window) predicts in the window_ms up to now_ms.
   double group_expected_locked(uint64_t group, int64_t now_ms, int64_t window_ms, int64_t recent) const;
   void add_group_locked(uint64_t group, int64_t now_ms);
+  static constexpr int64_t kGroupSweepEvery = 1024;
+  static constexpr int64_t kPeerHeartbeatMs = 1000;
   void remove_group(uint64_t group);
   int64_t group_requests() const { return group_requests_.load(std::memory_order_relaxed); }
   server::Histogram& latency_seconds(Replica& r);
@@ -126,6 +150,9 @@ class RouterService {
   void health_round();
   void poll_load(const ReplicaPtr& r);
   void start_feed(const ReplicaPtr& r);
+  void peer_heartbeat();
+  void sweep_groups_locked(int64_t now_ms);
+  void render_peer_metrics(std::string& out);
 
   RouterConfig config_;
   std::unique_ptr<Policy> policy_;
@@ -142,7 +169,8 @@ class RouterService {
   struct GroupState {
     int64_t in_flight = 0;
     RecentArrivals routed;
-    GroupRate rate;
+    RecentArrivals peers_routed;  // the peers' route events (receive times)
+    GroupRate rate;               // own and peers' arrivals
   };
   // Guarded by decision_mu_. With burst_rate_factor = 0 no entries with 0 in flight; otherwise a group's
   // arrival history outlives its requests in flight (its rate is what judges its bursts) and an idle
@@ -150,6 +178,10 @@ class RouterService {
   std::unordered_map<uint64_t, GroupState> groups_;
   int64_t group_adds_ = 0;
   std::atomic<int64_t> group_requests_{0};                  // their sum, for /metrics
+  PeerView peers_;
+  PeerFeed peer_feed_;
+  std::vector<Endpoint> peer_endpoints_;
+  std::atomic<int64_t> peer_dropped_{0};
   std::mutex persist_mu_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> started_{false};
@@ -164,5 +196,7 @@ void register_admin_routes(RouterService& svc, server::http::Router& router);
 void register_proxy_routes(RouterService& svc, server::http::Router& router);
 // Subscribes to one replica's cache-event stream until it is removed or the router stops (cache_feed.cc).
 void run_cache_feed(RouterService& svc, const ReplicaPtr& replica);
+// Subscribes to peer `peer`'s /v1/router/peer_feed until the router stops (peer_link.cc).
+void run_peer_link(RouterService& svc, size_t peer);
 
 }  // namespace keel::router

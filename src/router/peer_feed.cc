@@ -1,0 +1,115 @@
+#include "router/peer_feed.h"
+
+#include <algorithm>
+#include <iterator>
+#include <string_view>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "server/http/sse.h"
+
+namespace keel::router {
+
+namespace {
+
+// Appends `"text"` as a JSON string (escaping quotes, backslashes and control bytes; a replica URL has none).
+void append_json_string(std::string& out, std::string_view text) {
+  if (text.find_first_of("\"\\") == std::string_view::npos &&
+      std::none_of(text.begin(), text.end(), [](char ch) { return static_cast<unsigned char>(ch) < 0x20; })) {
+    out += '"';
+    out += text;
+    out += '"';
+    return;
+  }
+  out += nlohmann::json(std::string(text)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// `event: <event>` and `data: {"url":...,"in_flight":n,"work":w[,"group":g]}`, appended to out.
+void append_event(std::string& out, std::string_view event, const Replica& r, const uint64_t* group) {
+  out += "event: ";
+  out += event;
+  out += "\ndata: {\"url\":";
+  append_json_string(out, r.url);
+  fmt::format_to(std::back_inserter(out), R"(,"in_flight":{},"work":{})", r.in_flight.load(std::memory_order_relaxed),
+                 r.work.load(std::memory_order_relaxed));
+  if (group != nullptr) fmt::format_to(std::back_inserter(out), R"(,"group":{})", *group);
+  out += "}\n\n";
+}
+
+}  // namespace
+
+void PeerFeed::subscribe(const server::http::ExchangePtr& ex, const ReplicaList& replicas) {
+  auto gone = std::make_shared<std::atomic<bool>>(false);
+  ex->on_disconnect([gone] { gone->store(true); });
+  std::lock_guard lock(mu_);
+  if (closed_) {
+    ex->respond(server::http::HttpResponse{
+        .status = 503,
+        .body =
+            R"({"error":{"message":"the router is shutting down","type":"service_unavailable","param":null,"code":503}})"});
+    return;
+  }
+  n_subs_.fetch_add(1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // before the snapshot reads (PeerFeed::active)
+  ex->begin_stream(200, "text/event-stream", {{"Cache-Control", "no-cache"}});
+  // Events pending for the others come first (the new subscriber's snapshot already holds them).
+  if (!pending_.empty()) {
+    for (const auto& s : subs_) s.exchange->push(pending_);
+    pending_.clear();
+  }
+  std::string bytes = server::http::sse_event("{}", "reset");
+  for (const auto& r : replicas) append_event(bytes, "replica", *r, nullptr);
+  ex->push(std::move(bytes));
+  subs_.push_back(Subscriber{.exchange = ex, .gone = std::move(gone)});
+}
+
+void PeerFeed::emit(const char* event, const Replica& r, const uint64_t* group) {
+  std::lock_guard lock(mu_);
+  if (subs_.empty()) return;
+  append_event(pending_, event, r, group);
+  if (flush_posted_) return;
+  // Runs on a live subscriber's connection strand once the posting thread is free (after the handler that
+  // routed): every event made meanwhile goes out in one push per subscriber. A post to a connection that
+  // closes before it runs is dropped; the heartbeat then pushes what waits (within a second).
+  auto live = std::find_if(subs_.begin(), subs_.end(), [](const Subscriber& s) { return !s.gone->load(); });
+  if (live == subs_.end()) return;
+  flush_posted_ = true;
+  live->exchange->post([this] { flush(); });
+}
+
+void PeerFeed::flush() {
+  std::lock_guard lock(mu_);
+  flush_posted_ = false;
+  if (pending_.empty()) return;
+  for (const auto& s : subs_) {
+    if (!s.gone->load(std::memory_order_relaxed)) s.exchange->push(pending_);
+  }
+  pending_.clear();
+}
+
+void PeerFeed::heartbeat() {
+  std::lock_guard lock(mu_);
+  if (!pending_.empty()) {  // a flush posted to a connection that went away never ran
+    for (const auto& s : subs_) s.exchange->push(pending_);
+    pending_.clear();
+  }
+  flush_posted_ = false;
+  std::erase_if(subs_, [](const Subscriber& s) { return s.gone->load(); });
+  n_subs_.store(static_cast<int64_t>(subs_.size()), std::memory_order_relaxed);
+  for (const auto& s : subs_) s.exchange->push(":\n\n");
+}
+
+void PeerFeed::close() {
+  std::lock_guard lock(mu_);
+  closed_ = true;
+  for (const auto& s : subs_) {
+    if (!pending_.empty()) s.exchange->push(pending_);
+    s.exchange->end_stream();
+  }
+  pending_.clear();
+  subs_.clear();
+  n_subs_.store(0, std::memory_order_relaxed);
+}
+
+}  // namespace keel::router

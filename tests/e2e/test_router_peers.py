@@ -1,0 +1,114 @@
+"""Exact peer sync between two `keel router` instances (`--peer`, GET /v1/router/peer_feed): two real
+router processes peered with each other in front of one real `keel serve` replica (SmolLM2, CPU). A
+stream through A shows up in B's view (B's /metrics: A's in-flight count on the replica) and leaves it
+when it completes; killing A makes B drop A's contribution at once and report the feed down; a bad
+`--peer` is a CLI error."""
+import json
+import signal
+import subprocess
+import time
+import urllib.request
+
+import pytest
+
+from test_router import free_port, start_replica, start_router, stop, wait_healthy
+
+
+def metrics(base: str) -> str:
+    with urllib.request.urlopen(base + "/metrics", timeout=10) as r:
+        return r.read().decode()
+
+
+def gauge(base: str, line_prefix: str) -> float:
+    for line in metrics(base).splitlines():
+        if line.startswith(line_prefix + " "):
+            return float(line.rsplit(" ", 1)[1])
+    raise AssertionError(f"{line_prefix} not in {base}/metrics")
+
+
+def wait_for(cond, timeout_s: float = 10.0) -> bool:
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        if cond():
+            return True
+        time.sleep(0.02)
+    return cond()
+
+
+def open_stream(base: str, max_tokens: int):
+    """Starts a streamed chat completion through `base`; returns the response after its first chunk."""
+    body = json.dumps({"model": "smollm2", "stream": True, "max_tokens": max_tokens, "temperature": 0,
+                       "ignore_eos": True,
+                       "messages": [{"role": "user", "content": "Count slowly from one to one hundred."}]}).encode()
+    req = urllib.request.Request(base + "/v1/chat/completions", data=body, method="POST",
+                                 headers={"Content-Type": "application/json"})
+    resp = urllib.request.urlopen(req, timeout=120)
+    assert resp.status == 200
+    assert resp.readline().startswith(b"data: ")
+    return resp
+
+
+@pytest.fixture(scope="module")
+def replica(keel_bin, model_path):
+    port = free_port()
+    proc = start_replica(keel_bin, model_path, port)
+    url = f"http://127.0.0.1:{port}"
+    wait_healthy(url, proc)
+    yield url
+    stop(proc)
+
+
+def test_a_request_through_one_instance_shows_in_the_other_and_a_killed_peer_is_dropped(keel_bin, replica):
+    pa, pb = free_port(), free_port()
+    a, b = f"http://127.0.0.1:{pa}", f"http://127.0.0.1:{pb}"
+    # A starts first, so B's feed to A connects at once and A's feed to B retries until B is up.
+    a_base, a_proc = start_router(keel_bin, [replica], "--instance", "0/2", "--peer", b, port=pa)
+    b_base, b_proc = start_router(keel_bin, [replica], "--instance", "1/2", "--peer", a, port=pb)
+    try:
+        a_on_b = f'keel_router_peer_in_flight{{peer="{a}",replica="{replica}"}}'
+        assert wait_for(lambda: gauge(b_base, "keel_router_peer_synced") == 1 and
+                        gauge(a_base, "keel_router_peer_synced") == 1)
+        assert gauge(b_base, f'keel_router_peer_live{{peer="{a}"}}') == 1
+        assert gauge(b_base, a_on_b) == 0
+        assert gauge(a_base, "keel_router_peer_feed_subscribers") == 1
+
+        # One stream through A: B sees A's request on the replica while it runs, then sees it go.
+        resp = open_stream(a_base, 400)
+        assert gauge(a_base, f'keel_router_replica_in_flight{{replica="{replica}"}}') == 1
+        assert wait_for(lambda: gauge(b_base, a_on_b) == 1)
+        assert gauge(b_base, f'keel_router_replica_peer_in_flight{{replica="{replica}"}}') == 1
+        assert gauge(b_base, f'keel_router_replica_in_flight{{replica="{replica}"}}') == 0  # B's own: none
+        text = resp.read().decode()
+        assert "[DONE]" in text
+        assert wait_for(lambda: gauge(b_base, a_on_b) == 0)
+
+        # Another stream through A, then A is killed mid-stream: B drops A's contribution at once.
+        resp = open_stream(a_base, 400)
+        assert wait_for(lambda: gauge(b_base, a_on_b) == 1)
+        a_proc.send_signal(signal.SIGKILL)
+        a_proc.wait(timeout=10)
+        assert wait_for(lambda: gauge(b_base, f'keel_router_peer_live{{peer="{a}"}}') == 0, 5)
+        assert gauge(b_base, "keel_router_peer_synced") == 0
+        assert gauge(b_base, f'keel_router_replica_peer_in_flight{{replica="{replica}"}}') == 0
+        assert gauge(b_base, a_on_b) == 0
+        resp.close()
+        # B still routes on its own (the --instance fallback).
+        body = json.dumps({"model": "smollm2", "max_tokens": 2,
+                           "messages": [{"role": "user", "content": "hi"}]}).encode()
+        req = urllib.request.Request(b_base + "/v1/chat/completions", data=body, method="POST",
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=120) as r:
+            assert r.status == 200
+    finally:
+        stop(a_proc)
+        stop(b_proc)
+
+
+@pytest.mark.parametrize("peer, message", [("localhost:9000", "must start with http://"),
+                                           ("http://127.0.0.1:0", "bad port"),
+                                           ("http://127.0.0.1", "needs host:port")])
+def test_a_bad_peer_is_a_cli_error(keel_bin, replica, peer, message):
+    proc = subprocess.run([keel_bin, "router", "--port", str(free_port()), "--workers", replica, "--peer", peer],
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 2
+    assert message in proc.stderr and "--peer" in proc.stderr

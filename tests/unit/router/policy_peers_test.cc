@@ -1,0 +1,256 @@
+// Several router instances with exact peer sync (`keel router --peer`, peer_view.h) deciding one burst
+// at the same time (bench_router_prefix --routers N, the closed-loop burst: request i to instance i
+// mod N within the same milliseconds). Each instance learns every other instance's decision from its
+// peer feed after a lag of `lag` further decisions in the fleet (0: before the next decision), and the
+// replicas push their loads and announce the prompts every `push` decisions (as the cache feeds do).
+// Real Replica (load_synced with the peers' sums, or load(n) without peers), real PeerView fed the
+// peers' route events as the wire carries them, real cache_aware policy; the feeds' timing is the
+// only stand-in. Compare policy_instances_test.cc: the same burst without peers.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "router/peer_view.h"
+#include "router/policy.h"
+#include "router/replica.h"
+
+namespace keel::router {
+namespace {
+
+constexpr int kReplicas = 4;
+constexpr int64_t kKeys = 64;
+constexpr uint64_t kGroup = 0x5eed;
+using Fleet = std::array<int64_t, kReplicas>;
+
+std::string url_of(size_t r) { return fmt::format("http://10.0.0.{}:8000", r + 1); }
+
+struct Instance {
+  ReplicaList replicas;
+  std::unique_ptr<Policy> policy;
+  std::unique_ptr<PeerView> peers;       // one entry per other instance
+  std::array<int64_t, kReplicas> own{};  // this instance's requests of the group per replica
+  std::array<int64_t, kReplicas> own_work{};
+  std::array<bool, kReplicas> announced{};  // holders the replicas announced (pending) by the last push
+  int64_t announced_arrivals = 0;
+  int64_t own_total = 0;
+  int64_t peer_arrivals = 0;  // the peers' route events received (all within the burst window)
+  int64_t instances = 1;
+};
+
+// One decision's event as a peer receives it: after it, instance `from` holds `in_flight` and `work` on `replica`.
+struct RouteEvent {
+  int from;
+  size_t replica;
+  int64_t in_flight, work;
+};
+
+SseEvent sse(std::string name, std::string data) { return SseEvent{.event = std::move(name), .data = std::move(data)}; }
+
+size_t peer_slot(int me, int from) { return static_cast<size_t>(from < me ? from : from - 1); }
+
+struct Result {
+  Fleet fleet{};
+  Fleet worst{};  // the least balanced state with at least 12 in flight
+};
+
+bool within_1_5(const Fleet& f) {
+  const auto [lo, hi] = std::minmax_element(f.begin(), f.end());
+  return *lo > 0 && 2 * *hi <= 3 * *lo;
+}
+
+double ratio(const Fleet& f) {
+  const auto [lo, hi] = std::minmax_element(f.begin(), f.end());
+  return *lo > 0 ? static_cast<double>(*hi) / static_cast<double>(*lo) : 1e9;
+}
+
+std::string state(const Fleet& f) { return fmt::format("{} {} {} {}", f[0], f[1], f[2], f[3]); }
+
+// `burst` requests of one new group (no replica holds it; polled free caches differ a little, the same
+// on every instance) to `n` instances in turn (or by `split`), none finishing meanwhile. `peers`: every
+// instance has a live peer feed from every other (lag `lag`); else Session 10's --instance i/n estimate.
+// `peer_work`: the candidates' work includes the peers' (keel router --peer-work); else own work only (the default).
+Result run(int n, int burst, int lag, bool peers, int push = 3, const std::vector<int>& split = {},
+           bool peer_work = false) {
+  std::vector<Instance> inst(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    Instance& in = inst[static_cast<size_t>(i)];
+    CacheAwareConfig config;
+    config.instance = i;
+    config.instances = n;
+    in.instances = n;
+    in.policy = make_cache_aware(config);
+    for (size_t r = 0; r < kReplicas; ++r) {
+      in.replicas.push_back(std::make_shared<Replica>(r + 1, url_of(r), Endpoint{.host = "10.0.0.1", .port = 8000},
+                                                      ReplicaLabels{}, BreakerConfig{}));
+      in.replicas.back()->set_pushed(0);
+    }
+    std::vector<std::string> urls;
+    for (int k = 0; k < n - 1; ++k) urls.push_back(fmt::format("http://127.0.0.1:{}", 9000 + k));
+    in.peers = std::make_unique<PeerView>(urls);
+    if (peers) {
+      uint64_t g = 0;
+      for (size_t p = 0; p + 1 < static_cast<size_t>(n); ++p) {
+        EXPECT_EQ(in.peers->apply(p, sse("reset", "{}"), in.replicas, &g), PeerApply::kApplied);
+      }
+    }
+    // Earlier decisions of other groups (long finished): each instance's turn counter out of step.
+    std::vector<CandidateView> idle(kReplicas);
+    for (int k = 0; k < 3 * i + 1; ++k) in.policy->pick({.n_keys = kKeys, .group = 7}, idle);
+  }
+  const std::array<int64_t, kReplicas> free_cache{9000, 9100, 8800, 8950};
+  Fleet fleet{};
+  Result out;
+  double worst = 0;
+  std::deque<std::pair<int, RouteEvent>> wire;  // (decision index it becomes visible at, event)
+  auto deliver = [&](int d) {
+    while (!wire.empty() && wire.front().first <= d) {
+      const RouteEvent e = wire.front().second;
+      wire.pop_front();
+      for (int k = 0; k < n; ++k) {
+        if (k == e.from) continue;
+        Instance& in = inst[static_cast<size_t>(k)];
+        uint64_t g = 0;
+        const std::string data = fmt::format(R"({{"url":"{}","in_flight":{},"work":{},"group":{}}})", url_of(e.replica),
+                                             e.in_flight, e.work, kGroup);
+        EXPECT_EQ(in.peers->apply(peer_slot(k, e.from), sse("route", data), in.replicas, &g), PeerApply::kApplied);
+        EXPECT_EQ(g, kGroup);
+        ++in.peer_arrivals;  // RouterService::add_peer_arrival
+      }
+    }
+  };
+  auto decide = [&](int who) {
+    Instance& in = inst[static_cast<size_t>(who)];
+    const bool synced = in.peers->all_live();
+    std::vector<CandidateView> c;
+    for (size_t r = 0; r < kReplicas; ++r) {
+      const Replica& rep = *in.replicas[r];
+      c.push_back({.load = synced ? rep.load_synced() : rep.load(in.instances),
+                   .work = rep.work.load() + (synced && peer_work ? rep.peer_work.load() : 0),
+                   .match = in.own[r] > 0 || in.announced[r] ? kKeys : 0,
+                   .free_cache = free_cache[r],
+                   .id = rep.id,
+                   .sent = synced ? 0 : rep.sent_since_push()});
+    }
+    // As proxy_admit.cc: own + peers' arrivals when synced, else own x n; the replicas' announcements if more.
+    const int64_t mine = synced ? in.own_total + in.peer_arrivals : in.instances * in.own_total;
+    const Pick p = in.policy->pick({.n_keys = kKeys,
+                                    .group_in_flight = in.own_total,
+                                    .group_recent = std::max(mine, in.announced_arrivals),
+                                    .group = kGroup,
+                                    .synced = synced},
+                                   c);
+    EXPECT_GE(p.index, 0);
+    const auto r = static_cast<size_t>(p.index);
+
+    const int64_t cost = CacheAwareConfig{}.cost(kKeys, c[r].match, 1);
+    in.replicas[r]->in_flight.fetch_add(1);
+    in.replicas[r]->work.fetch_add(cost);
+    ++in.own[r];
+    in.own_work[r] += cost;
+    ++in.own_total;
+    ++fleet[r];
+    return RouteEvent{.from = who, .replica = r, .in_flight = in.own[r], .work = in.own_work[r]};
+  };
+  for (int d = 0; d < burst; ++d) {
+    deliver(d);
+    const int who = split.empty() ? d % n : split[static_cast<size_t>(d) % split.size()];
+    const RouteEvent e = decide(who);
+    if (peers) wire.emplace_back(d + 1 + lag, e);
+    if ((d + 1) % push == 0) {
+      for (auto& other : inst) {
+        for (size_t k = 0; k < kReplicas; ++k) {
+          other.replicas[k]->set_pushed(fleet[k]);
+          other.announced[k] = other.announced[k] || fleet[k] > 0;
+        }
+        other.announced_arrivals = d + 1;
+      }
+    }
+    if (d + 1 >= 12 && ratio(fleet) > worst) {
+      worst = ratio(fleet);
+      out.worst = fleet;
+    }
+  }
+  out.fleet = fleet;
+  return out;
+}
+
+int64_t sum(const Fleet& f) { return f[0] + f[1] + f[2] + f[3]; }
+
+bool within_2(const Fleet& f) {
+  const auto [lo, hi] = std::minmax_element(f.begin(), f.end());
+  return *lo > 0 && *hi <= 2 * *lo;
+}
+
+// Two instances, bursts of 12 and 24, the replicas pushing every 3 decisions, each instance seeing the
+// other's decisions 0, 1 or 2 decisions late: every state with 12 or more in flight keeps 1.5x, with
+// own work (the default) and with the peers' work (--peer-work). Four instances keep it while the feed
+// is current (lag 0).
+TEST(PeerSyncedInstances, KeepTheBound) {
+  for (bool peer_work : {false, true}) {
+    for (int burst : {12, 24}) {
+      for (int lag : {0, 1, 2}) {
+        const Result r = run(2, burst, lag, true, 3, {}, peer_work);
+        EXPECT_TRUE(within_1_5(r.worst)) << "burst " << burst << ", lag " << lag << ", peer work " << peer_work << ": "
+                                         << state(r.worst);
+        EXPECT_EQ(sum(r.fleet), burst);
+      }
+      const Result four = run(4, burst, 0, true, 3, {}, peer_work);
+      EXPECT_TRUE(within_1_5(four.worst)) << "four instances, burst " << burst << ": " << state(four.worst);
+      EXPECT_EQ(sum(four.fleet), burst);
+    }
+  }
+}
+
+// Where peer sync does not keep 1.5x (stated, not hidden): four instances with the feed 1 or 2 decisions
+// late. With k tied candidates and n > k instances deciding on the same view, instances i and i + k take
+// the same one (a burst of 12 passes 2 3 3 4 at lag 1 and 3 2 3 4 at lag 2, 2.0); two instances at a lag
+// of 3 pass 3 3 5 3 in a burst of 24 (1.67). Every case stays within 2x.
+TEST(PeerSyncedInstances, FourInstancesWithALaggingFeedStayWithinTwice) {
+  for (int burst : {12, 24}) {
+    for (int lag : {1, 2}) {
+      const Result r = run(4, burst, lag, true);
+      EXPECT_TRUE(within_2(r.worst)) << "burst " << burst << ", lag " << lag << ": " << state(r.worst);
+      EXPECT_FALSE(within_1_5(r.worst)) << "burst " << burst << ", lag " << lag << ": " << state(r.worst);
+    }
+  }
+  EXPECT_EQ(state(run(2, 12, 3, true).worst), "3 3 3 3");
+  EXPECT_TRUE(within_2(run(2, 24, 3, true).worst));
+}
+
+// The same harness without peers (Session 10's --instance i/n estimate, the bench's --no-peers), pushes
+// every 3 decisions: one push shows one instance's picks and not the other's and both take the same
+// least loaded replica (two instances: 3 2 3 4; the device held 3 4 3 2).
+TEST(PeerSyncedInstances, WithoutPeersTheSameHarnessBreaksTheBound) {
+  for (int n : {2, 4}) {
+    for (int burst : {12, 24}) {
+      const Result r = run(n, burst, 0, false);
+      EXPECT_FALSE(within_1_5(r.worst)) << n << " instances, burst " << burst << ": " << state(r.worst);
+    }
+  }
+}
+
+// An uneven split (8 and 4 of every 12 between two instances): a burst of 12 ends 3 3 3 3 at lags 0-1
+// and one of 24 keeps 1.5x at lag 0 (4 3 3 3); at lag 1 burst 24 passes 4 5 3 4 (1.67), at lag 2 both
+// pass 2 4 3 3 (2.0): the instance with two of every three requests decides twice on a view missing the
+// other's pick. Bound reached: 2x at every lag 0-2 (without peers: 4 2 3 3, 2.0, at pushes every 3).
+TEST(PeerSyncedInstances, UnevenSplitStaysWithinTwice) {
+  const std::vector<int> split{0, 0, 1};
+  for (int burst : {12, 24}) {
+    for (int lag : {0, 1, 2}) {
+      const Result r = run(2, burst, lag, true, 3, split);
+      EXPECT_TRUE(within_2(r.worst)) << burst << " " << lag << ": " << state(r.worst);
+      const bool expect_1_5 = lag == 0 || (lag == 1 && burst == 12);
+      EXPECT_EQ(expect_1_5, within_1_5(r.worst)) << burst << " " << lag << ": " << state(r.worst);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace keel::router
