@@ -15,10 +15,12 @@ the routers N times. --baseline-keel B also measures another keel binary (e.g. a
 change) with --baseline-upstream-threads, in the same run. --peer-feed subscribes a reader to the keel
 router's GET /v1/router/peer_feed (as a peer instance would, docs/router.md) for its runs, so every
 decision and completion also emits a peer event: the cost of exact peer sync on the proxy path.
+--keel-args "FLAGS" adds flags to the keel router under test only (e.g. --peer-feed-batch-us 100).
 
 Usage: bench/bench_router.py [--build build] [--sglang-router PYTHON] [--seconds 5] [--connections 8]
          [--router-cpu C --other-cpus LIST] [--peak-procs 4 --peak-connections 16] [--repeat N]
          [--low-connections 1] [--upstream-threads 0] [--baseline-keel BIN] [--no-decision]
+         [--peer-feed] [--keel-args "FLAGS"]
   --sglang-router: a python that has sglang-router installed (pip install sglang-router==0.3.2).
 """
 import argparse
@@ -102,6 +104,9 @@ def run_router(kind, build, bport, a, results):
         cmd = [*PIN["router"], binary, "router", "--port", str(port), "--workers",
                f"http://127.0.0.1:{bport}", "--http-threads", "1", "--upstream-threads", str(threads),
                "--no-access-log", "--policy", "cache_aware"]
+        if kind == "keel" and a.keel_args:
+            cmd += a.keel_args.split()
+            name += f" {a.keel_args}"
         proc = subprocess.Popen(cmd, stderr=subprocess.DEVNULL)
         timeout = 60
     else:
@@ -177,6 +182,8 @@ def main() -> None:
     ap.add_argument("--baseline-keel", default="", help="another keel binary to measure in the same run")
     ap.add_argument("--baseline-upstream-threads", type=int, default=1)
     ap.add_argument("--no-decision", action="store_true", help="skip bench_router_decision")
+    ap.add_argument("--keel-args", default="",
+                    help="more flags for the keel router under test (not the baseline), e.g. --peer-feed-batch-us 100")
     ap.add_argument("--peer-feed", action="store_true",
                     help="a reader subscribed to the keel router's /v1/router/peer_feed during its runs")
     a = ap.parse_args()
