@@ -90,7 +90,9 @@
 // up to the feeds' lag of a decision or two): instances deciding within that lag still see the same view, so among
 // the k candidates tied for a pick (equal holders by work and load, in a burst by load alone; spill targets;
 // free-cache picks), listed in the
-// group's rotation (from the group's hash: the same list on every instance), instance i takes the (i mod k)-th. The
+// group's rotation (from the group's hash: the same list on every instance), instance i of n takes the one at
+// i x (k - 1) / (n - 1) (two instances: the two ends, so one of them may decide twice before it sees the other's
+// pick without meeting it; the (i mod k)-th did meet it, 3 3 4 2 on the device). The
 // rotation offset by i x replicas / n used without sync sends two instances to the same replica whenever both
 // offsets precede the same tied candidate (k = 2 of 4); the i-th of the tied list never does while k >= n.
 // Burst shares (several instances, in a burst of the request's group): after a push the loads are no longer
@@ -416,7 +418,9 @@ class CacheAware final : public Policy {
   // Peer-synced instances split ties by nth_tied (the file comment); otherwise the rotations decide.
   bool split_ties(const RouteRequest& req) const { return req.synced && config_.instances > 1; }
   // Among the candidates `ok` allows that are tied with c[best] (neither worse(c[best], v) nor worse(v,
-  // c[best])), listed in the group's rotation, the (instance mod k)-th of the k.
+  // c[best])), listed in the group's rotation, instance i of n takes the one at i x (k - 1) / (n - 1):
+  // two instances take the two ends of the list, so each can decide twice on a view that misses the
+  // other's pick before they meet (the (i mod k)-th took the same one there: 3 3 4 2 on the device).
   template <typename Ok, typename Worse>
   int32_t nth_tied(const RouteRequest& req, std::span<const CandidateView> c, int32_t best, Ok ok, Worse worse) const {
     const size_t n = c.size(), start = mix64(req.group) % n;
@@ -425,7 +429,8 @@ class CacheAware final : public Policy {
     size_t k = 0;
     for (const auto& v : c) k += tied(v) ? 1 : 0;
     if (k == 0) return best;
-    size_t want = static_cast<size_t>(config_.instance) % k;
+    const auto n_inst = static_cast<size_t>(std::max<int64_t>(config_.instances, 2));
+    size_t want = std::min(static_cast<size_t>(config_.instance), n_inst - 1) * (k - 1) / (n_inst - 1);
     for (size_t j = 0; j < n; ++j) {
       const size_t x = (start + j) % n;
       if (tied(c[x]) && want-- == 0) return static_cast<int32_t>(x);

@@ -208,16 +208,19 @@ TEST(PeerSyncedInstances, KeepTheBound) {
   }
 }
 
-// Where peer sync does not keep 1.5x (stated, not hidden): four instances with the feed 1 or 2 decisions
-// late. With k tied candidates and n > k instances deciding on the same view, instances i and i + k take
-// the same one (a burst of 12 passes 2 3 3 4 at lag 1 and 3 2 3 4 at lag 2, 2.0); two instances at a lag
-// of 3 pass 3 3 5 3 in a burst of 24 (1.67). Every case stays within 2x.
+// Where peer sync does not keep 1.5x (stated, not hidden): four instances with the feed a decision or two
+// late. With k tied candidates and n > k instances deciding on the same view, two instances take the same
+// one: at lag 1 bursts of 12 and 24 pass 3 2 4 3 (2.0), at lag 2 a burst of 24 passes 3 5 3 3 (1.67); a
+// burst of 12 at lag 2 keeps 3 3 3 3. (With the (i mod k)-th of the tied instead of the spread positions:
+// 2 3 3 4 and 3 2 3 4 at lags 1 and 2, both bursts.) Two instances at a lag of 3 pass 3 5 3 3 in a burst
+// of 24 (1.67). Every case stays within 2x.
 TEST(PeerSyncedInstances, FourInstancesWithALaggingFeedStayWithinTwice) {
   for (int burst : {12, 24}) {
     for (int lag : {1, 2}) {
       const Result r = run(4, burst, lag, true);
       EXPECT_TRUE(within_2(r.worst)) << "burst " << burst << ", lag " << lag << ": " << state(r.worst);
-      EXPECT_FALSE(within_1_5(r.worst)) << "burst " << burst << ", lag " << lag << ": " << state(r.worst);
+      EXPECT_EQ(lag == 2 && burst == 12, within_1_5(r.worst)) << "burst " << burst << ", lag " << lag << ": "
+                                                              << state(r.worst);
     }
   }
   EXPECT_EQ(state(run(2, 12, 3, true).worst), "3 3 3 3");
@@ -236,17 +239,18 @@ TEST(PeerSyncedInstances, WithoutPeersTheSameHarnessBreaksTheBound) {
   }
 }
 
-// An uneven split (8 and 4 of every 12 between two instances): a burst of 12 ends 3 3 3 3 at lags 0-1
-// and one of 24 keeps 1.5x at lag 0 (4 3 3 3); at lag 1 burst 24 passes 4 5 3 4 (1.67), at lag 2 both
-// pass 2 4 3 3 (2.0): the instance with two of every three requests decides twice on a view missing the
-// other's pick. Bound reached: 2x at every lag 0-2 (without peers: 4 2 3 3, 2.0, at pushes every 3).
+// An uneven split (8 and 4 of every 12 between two instances): the instance with two of every three
+// requests decides twice on a view missing the other's pick. Taking the two ends of the tied list, both
+// bursts keep 1.5x at lags 0-1 (burst 24 at lag 1: 3 3 3 4; the (i mod k)-th of the tied passed 4 5 3 4
+// there, 1.67); at lag 2 both pass 2 3 3 4 (2.0). Bound reached: 2x at every lag 0-2 (without peers:
+// 4 2 3 3, 2.0, at pushes every 3).
 TEST(PeerSyncedInstances, UnevenSplitStaysWithinTwice) {
   const std::vector<int> split{0, 0, 1};
   for (int burst : {12, 24}) {
     for (int lag : {0, 1, 2}) {
       const Result r = run(2, burst, lag, true, 3, split);
       EXPECT_TRUE(within_2(r.worst)) << burst << " " << lag << ": " << state(r.worst);
-      const bool expect_1_5 = lag == 0 || (lag == 1 && burst == 12);
+      const bool expect_1_5 = lag <= 1;
       EXPECT_EQ(expect_1_5, within_1_5(r.worst)) << burst << " " << lag << ": " << state(r.worst);
     }
   }
