@@ -15,7 +15,7 @@ the routers N times. --baseline-keel B also measures another keel binary (e.g. a
 change) with --baseline-upstream-threads, in the same run. --peer-feed subscribes a reader to the keel
 router's GET /v1/router/peer_feed (as a peer instance would, docs/router.md) for its runs, so every
 decision and completion also emits a peer event: the cost of exact peer sync on the proxy path.
---keel-args "FLAGS" adds flags to the keel router under test only (e.g. --peer-feed-batch-us 100).
+--keel-args "FLAGS" adds flags to the keel router under test only (e.g. --http-threads 2).
 
 Usage: bench/bench_router.py [--build build] [--sglang-router PYTHON] [--seconds 5] [--connections 8]
          [--router-cpu C --other-cpus LIST] [--peak-procs 4 --peak-connections 16] [--repeat N]
@@ -183,7 +183,7 @@ def main() -> None:
     ap.add_argument("--baseline-upstream-threads", type=int, default=1)
     ap.add_argument("--no-decision", action="store_true", help="skip bench_router_decision")
     ap.add_argument("--keel-args", default="",
-                    help="more flags for the keel router under test (not the baseline), e.g. --peer-feed-batch-us 100")
+                    help="more flags for the keel router under test (not the baseline), e.g. --http-threads 2")
     ap.add_argument("--peer-feed", action="store_true",
                     help="a reader subscribed to the keel router's /v1/router/peer_feed during its runs")
     a = ap.parse_args()

@@ -187,10 +187,6 @@ void register_router(CLI::App& app) {
       "/v1/router/peer_feed and, while every peer feed is live, count its requests exactly instead of "
       "the --instance estimate (keep --instance i/n: it splits simultaneous ties, and is the fallback while a "
       "peer feed is down)");
-  cmd->add_option("--peer-feed-batch-us", a->router.peer_feed_batch_us,
-                  "This instance's peer feed pushes at most once per this many microseconds (0: as soon as the "
-                  "routing handler is done); under load fewer, larger pushes, and peers see an event up to this late")
-      ->capture_default_str();
   cmd->add_flag("--peer-work", a->router.peer_work,
                 "With --peer: the work rule and cost spills also count the peers' work in flight (off by default: "
                 "on the device test bed it made more cold copies; the loads are exact either way)");

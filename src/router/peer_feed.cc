@@ -75,15 +75,6 @@ void PeerFeed::emit(const char* event, const Replica& r, const uint64_t* group) 
   auto live = std::find_if(subs_.begin(), subs_.end(), [](const Subscriber& s) { return !s.gone->load(); });
   if (live == subs_.end()) return;
   flush_posted_ = true;
-  if (gap_.count() > 0) {
-    // Within the gap after the last push: wait for its end (the timer's flush takes every event made meanwhile).
-    const auto wait =
-        std::chrono::duration_cast<std::chrono::microseconds>(last_push_ + gap_ - std::chrono::steady_clock::now());
-    if (wait.count() > 0) {
-      schedule_(wait.count(), [this] { flush(); });
-      return;
-    }
-  }
   live->exchange->post([this] { flush(); });
 }
 
@@ -91,7 +82,6 @@ void PeerFeed::flush() {
   std::lock_guard lock(mu_);
   flush_posted_ = false;
   if (pending_.empty()) return;
-  last_push_ = std::chrono::steady_clock::now();
   for (const auto& s : subs_) {
     if (!s.gone->load(std::memory_order_relaxed)) s.exchange->push(pending_);
   }

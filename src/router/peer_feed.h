@@ -8,15 +8,11 @@
 // Events are formatted under one mutex that also reads the figures, so a subscriber's last event per
 // replica always carries the current value; they are appended to one pending buffer that a single
 // posted flush hands to every subscriber (one write for all the events a busy io thread made before
-// the flush ran, not one per event); with a batch gap (set_batch, `--peer-feed-batch-us`) an event within the
-// gap after the last push is pushed by a timer at the gap's end instead. Any thread; the no-subscriber path
-// is a fence and one atomic load.
+// the flush ran, not one per event). Any thread; the no-subscriber path is a fence and one atomic load.
 #pragma once
 
 #include <atomic>
-#include <chrono>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -39,13 +35,6 @@ class PeerFeed {
     if (active()) emit("done", r, nullptr);
   }
   void heartbeat();
-  // Pushes at most once per `gap_us` (RouterConfig::peer_feed_batch_us): an event within the gap after the
-  // last push is pushed by `schedule(delay_us, fn)` (a timer on the router's io threads) at the gap's end.
-  // Before start: not thread-safe against emit.
-  void set_batch(int64_t gap_us, std::function<void(int64_t, std::function<void()>)> schedule) {
-    gap_ = std::chrono::microseconds(gap_us);
-    schedule_ = std::move(schedule);
-  }
   // Ends every stream (before the HTTP server stops: it would wait for them).
   void close();
   int64_t n_subscribers() const { return n_subs_.load(std::memory_order_relaxed); }
@@ -70,9 +59,6 @@ class PeerFeed {
   bool closed_ = false;           // guarded by mu_
   std::string pending_;           // guarded by mu_: events not yet pushed
   bool flush_posted_ = false;     // guarded by mu_
-  std::chrono::steady_clock::time_point last_push_{};  // guarded by mu_
-  std::chrono::microseconds gap_{0};
-  std::function<void(int64_t, std::function<void()>)> schedule_;
   std::atomic<int64_t> n_subs_{0};
 };
 

@@ -32,9 +32,6 @@ Status RouterConfig::validate() const {
   }
   if (char_block_bytes < 1) return make_error(ErrorCode::kInvalidArgument, "char-block-bytes must be >= 1");
   if (max_approx_entries < 1) return make_error(ErrorCode::kInvalidArgument, "max-approx-entries must be >= 1");
-  if (peer_feed_batch_us < 0 || peer_feed_batch_us > 100'000) {
-    return make_error(ErrorCode::kInvalidArgument, "peer-feed-batch-us must be in [0, 100000]");
-  }
   for (size_t i = 0; i < peers.size(); ++i) {
     if (auto ep = parse_replica_url(peers[i]); !ep.ok()) {
       return make_error(ErrorCode::kInvalidArgument, "--peer '{}': {}", peers[i], ep.status().message());
@@ -133,10 +130,6 @@ void RouterService::start_feed(const ReplicaPtr& r) {
 
 void RouterService::start(boost::asio::io_context* front, int32_t front_threads) {
   upstream_.start(front, front_threads);
-  if (config_.peer_feed_batch_us > 0) {
-    peer_feed_.set_batch(config_.peer_feed_batch_us,
-                         [this](int64_t us, std::function<void()> fn) { upstream_.run_after_us(us, std::move(fn)); });
-  }
   started_.store(true);
   for (const auto& r : *replicas_.snapshot()) start_feed(r);
   upstream_.run_after(0, [this] { health_round(); });

@@ -65,11 +65,6 @@ struct RouterConfig {
   // the peers' work the cost test spilled tail groups as eagerly as a single router and lost hit rate and
   // TTFT on the device (docs/performance.md, Session 11); each instance's own work keeps Session 10's copies.
   bool peer_work = false;
-  // This instance's own peer feed: the least time between two pushes to its subscribers (`--peer-feed-batch-us`).
-  // 0 = every push as soon as the routing handler is done (the events of one io-loop turn go together); N > 0:
-  // an event within N us of the last push waits for the rest of that gap, so under load one push carries
-  // the events of N us (fewer writes on both ends) and a peer sees them at most N us later.
-  int64_t peer_feed_batch_us = 0;
 
   Status validate() const;
 };

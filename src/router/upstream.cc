@@ -308,11 +308,7 @@ std::shared_ptr<UpstreamCall> UpstreamClient::send(const Endpoint& endpoint, Ups
 }
 
 void UpstreamClient::run_after(int64_t delay_ms, std::function<void()> fn) {
-  run_after_us(delay_ms * 1000, std::move(fn));
-}
-
-void UpstreamClient::run_after_us(int64_t delay_us, std::function<void()> fn) {
-  auto timer = std::make_shared<net::steady_timer>(*impl_->ioc, std::chrono::microseconds(delay_us));
+  auto timer = std::make_shared<net::steady_timer>(*impl_->ioc, std::chrono::milliseconds(delay_ms));
   timer->async_wait([timer, fn = std::move(fn)](beast::error_code ec) {
     if (!ec) fn();
   });

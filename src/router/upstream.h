@@ -85,7 +85,6 @@ class UpstreamClient {
   std::shared_ptr<UpstreamCall> send(const Endpoint& endpoint, UpstreamRequest request, UpstreamCallbacks callbacks);
   // Runs fn on the client's threads after delay_ms (retry backoff, periodic checks).
   void run_after(int64_t delay_ms, std::function<void()> fn);
-  void run_after_us(int64_t delay_us, std::function<void()> fn);
   // Pooled idle connections right now (for tests and metrics).
   int64_t n_idle() const;
 
