@@ -61,6 +61,17 @@ def start_router(keel_bin: str, workers: list[str], *extra: str, model_path: str
     return base, proc
 
 
+@pytest.fixture(scope="module")
+def one_replica(keel_bin, model_path):
+    """One real `keel serve` replica (SmolLM2, CPU) for the tests of a module that imports this fixture: its URL."""
+    port = free_port()
+    proc = start_replica(keel_bin, model_path, port)
+    url = f"http://127.0.0.1:{port}"
+    wait_healthy(url, proc)
+    yield url
+    stop(proc)
+
+
 def stop(proc: subprocess.Popen) -> str:
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)

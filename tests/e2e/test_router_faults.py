@@ -12,7 +12,7 @@ import time
 import openai
 import pytest
 
-from test_router import client_for, free_port, http, start_replica, start_router, stop, wait_healthy
+from test_router import client_for, free_port, http, one_replica, start_router, stop
 
 
 class FakeBackend:
@@ -82,16 +82,6 @@ class FakeBackend:
         self.server.server_close()
 
 
-@pytest.fixture(scope="module")
-def real_replica(keel_bin, model_path):
-    port = free_port()
-    proc = start_replica(keel_bin, model_path, port)
-    url = f"http://127.0.0.1:{port}"
-    wait_healthy(url, proc)
-    yield url
-    stop(proc)
-
-
 def metric(base: str, name: str, replica: str) -> float:
     _, _, text = http("GET", base + "/metrics")
     for line in text.splitlines():
@@ -100,12 +90,12 @@ def metric(base: str, name: str, replica: str) -> float:
     raise AssertionError(f"{name} for {replica} not in the router's metrics")
 
 
-def test_500s_stalls_and_refused_connections_are_retried_on_a_healthy_replica(keel_bin, real_replica):
+def test_500s_stalls_and_refused_connections_are_retried_on_a_healthy_replica(keel_bin, one_replica):
     failing, slow = FakeBackend("500"), FakeBackend("slow")
     refused = f"http://127.0.0.1:{free_port()}"
     # 3 s: under the slow fake's 5 s stall, above a real replica's first answer on a busy 2-core machine
     # (1 s timed the real replica out too there, and the request ran out of replicas).
-    base, proc = start_router(keel_bin, [failing.url, slow.url, refused, real_replica], "--policy", "round_robin",
+    base, proc = start_router(keel_bin, [failing.url, slow.url, refused, one_replica], "--policy", "round_robin",
                               "--first-byte-timeout-ms", "3000", "--breaker-threshold", "2",
                               "--breaker-open-ms", "600000", "--max-retries", "3", "--retry-backoff-ms", "1")
     try:
@@ -113,7 +103,7 @@ def test_500s_stalls_and_refused_connections_are_retried_on_a_healthy_replica(ke
         for i in range(8):
             raw = c.chat.completions.with_raw_response.create(
                 model="smollm2", messages=[{"role": "user", "content": f"hi {i}"}], max_tokens=2, temperature=0)
-            assert raw.headers["x-keel-replica"] == real_replica
+            assert raw.headers["x-keel-replica"] == one_replica
             assert raw.parse().choices[0].message.content
         assert failing.posts >= 1 and slow.posts >= 1
         assert metric(base, "keel_router_replica_errors_total", failing.url) >= 1
@@ -130,9 +120,9 @@ def test_500s_stalls_and_refused_connections_are_retried_on_a_healthy_replica(ke
         slow.close()
 
 
-def test_breaker_half_opens_and_closes_when_the_replica_recovers(keel_bin, real_replica):
+def test_breaker_half_opens_and_closes_when_the_replica_recovers(keel_bin, one_replica):
     flaky = FakeBackend("500")
-    base, proc = start_router(keel_bin, [flaky.url, real_replica], "--policy", "round_robin", "--breaker-threshold",
+    base, proc = start_router(keel_bin, [flaky.url, one_replica], "--policy", "round_robin", "--breaker-threshold",
                               "1", "--breaker-open-ms", "300", "--retry-backoff-ms", "1")
     try:
         c = client_for(base)
@@ -214,7 +204,7 @@ def wait_idle(base: str, urls: list[str]) -> None:
     raise AssertionError(f"in flight / work not back to 0: {state}")
 
 
-def test_work_in_flight_is_taken_off_once_on_every_path(keel_bin, real_replica):
+def test_work_in_flight_is_taken_off_once_on_every_path(keel_bin, one_replica):
     """keel_router_replica_work (the cost the work rule counts per replica) and the per-group count of
     group affinity go up at dispatch and back to 0 after success, errors and retries (500s, first-byte timeouts, refused), a stream cut mid-way
     and resumed or failed, and a client that hangs up while its request waits on a replica."""
@@ -246,7 +236,7 @@ def test_work_in_flight_is_taken_off_once_on_every_path(keel_bin, real_replica):
     # Success, errors and retries over faulty replicas and a real one.
     failing, slow = FakeBackend("500"), FakeBackend("slow")
     refused = f"http://127.0.0.1:{free_port()}"
-    urls = [failing.url, slow.url, refused, real_replica]
+    urls = [failing.url, slow.url, refused, one_replica]
     base, proc = start_router(keel_bin, urls, "--policy", "round_robin", "--first-byte-timeout-ms", "3000",
                               "--breaker-threshold", "1000", "--max-retries", "4", "--retry-backoff-ms", "1")
     try:
@@ -264,7 +254,7 @@ def test_work_in_flight_is_taken_off_once_on_every_path(keel_bin, real_replica):
         slow.close()
     # Streams cut mid-way: resumed on the real replica (or ended with a clean error event).
     cut = FakeBackend("cut")
-    urls = [cut.url, real_replica]
+    urls = [cut.url, one_replica]
     base, proc = start_router(keel_bin, urls, "--policy", "round_robin", "--retry-backoff-ms", "1")
     try:
         c = client_for(base)
@@ -276,7 +266,7 @@ def test_work_in_flight_is_taken_off_once_on_every_path(keel_bin, real_replica):
             except openai.APIError:
                 pass
         assert cut.posts >= 1
-        assert metric(base, "keel_router_replica_resumed_streams_total", real_replica) >= 1
+        assert metric(base, "keel_router_replica_resumed_streams_total", one_replica) >= 1
         wait_idle(base, urls)
     finally:
         stop(proc)

@@ -11,7 +11,7 @@ import urllib.request
 
 import pytest
 
-from test_router import free_port, start_replica, start_router, stop, wait_healthy
+from test_router import free_port, one_replica, start_router, stop
 
 
 def metrics(base: str) -> str:
@@ -48,17 +48,8 @@ def open_stream(base: str, max_tokens: int):
     return resp
 
 
-@pytest.fixture(scope="module")
-def replica(keel_bin, model_path):
-    port = free_port()
-    proc = start_replica(keel_bin, model_path, port)
-    url = f"http://127.0.0.1:{port}"
-    wait_healthy(url, proc)
-    yield url
-    stop(proc)
-
-
-def test_a_request_through_one_instance_shows_in_the_other_and_a_killed_peer_is_dropped(keel_bin, replica):
+def test_a_request_through_one_instance_shows_in_the_other_and_a_killed_peer_is_dropped(keel_bin, one_replica):
+    replica = one_replica
     pa, pb = free_port(), free_port()
     a, b = f"http://127.0.0.1:{pa}", f"http://127.0.0.1:{pb}"
     # A starts first, so B's feed to A connects at once and A's feed to B retries until B is up.
@@ -107,8 +98,8 @@ def test_a_request_through_one_instance_shows_in_the_other_and_a_killed_peer_is_
 @pytest.mark.parametrize("peer, message", [("localhost:9000", "must start with http://"),
                                            ("http://127.0.0.1:0", "bad port"),
                                            ("http://127.0.0.1", "needs host:port")])
-def test_a_bad_peer_is_a_cli_error(keel_bin, replica, peer, message):
-    proc = subprocess.run([keel_bin, "router", "--port", str(free_port()), "--workers", replica, "--peer", peer],
+def test_a_bad_peer_is_a_cli_error(keel_bin, one_replica, peer, message):
+    proc = subprocess.run([keel_bin, "router", "--port", str(free_port()), "--workers", one_replica, "--peer", peer],
                           capture_output=True, text=True, timeout=30)
     assert proc.returncode == 2
     assert message in proc.stderr and "--peer" in proc.stderr
