@@ -190,9 +190,6 @@ void register_router(CLI::App& app) {
   cmd->add_flag("--peer-work", a->router.peer_work,
                 "With --peer: the work rule and cost spills also count the peers' work in flight (off by default: "
                 "on the device test bed it made more cold copies; the loads are exact either way)");
-  cmd->add_flag("--burst-shares", a->router.cache_aware.burst_shares,
-                "With --instance i/n, n > 1: during a burst each instance fills its own share of the replicas first "
-                "(off by default: on the device test bed it balanced worse than without; docs/performance.md)");
   cmd->add_flag("--hold-prefilling", a->router.cache_aware.hold_prefilling,
                 "Followers of a prefix every holder is still prefilling queue behind that prefill instead of a cost "
                 "spill (--spill-factor; off by default)");

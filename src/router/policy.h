@@ -27,10 +27,6 @@ struct CandidateView {
   // of the match is a prompt still in flight there (its prefill not done). -1: all of match (unknown).
   int64_t cached = -1;
   uint64_t id = 0;  // the replica's id (stable across decisions): the group's home (CacheAwareConfig::home_holder)
-  // Requests this router instance sent here since the replica's last pushed load (Replica::sent_since_push):
-  // `load` counts them CacheAwareConfig::instances times; a burst's shares count them once (policy_cache_aware.cc).
-  int64_t sent = 0;
-  bool drained = false;  // its last pushed load was below the one before (a completion: Replica::pushed_fell)
 };
 
 struct RouteRequest {
@@ -44,7 +40,7 @@ struct RouteRequest {
   uint64_t random = 0; // fresh random bits for this decision
   uint64_t group = 0;  // the prompt group's key (its first kGroupTokens), 0 = none: picks its home holder
   // Every peer instance's decisions are in the loads and work (keel router --peer, all feeds live): no
-  // --instance estimate, no burst shares; ties among several instances split by nth_tied (policy_cache_aware.cc).
+  // --instance estimate; ties among several instances split by nth_tied (policy_cache_aware.cc).
   bool synced = false;
 };
 
@@ -194,11 +190,6 @@ struct CacheAwareConfig {
   // instance x replicas / n, so the instances' simultaneous picks interleave. 1/1: the single router.
   int64_t instance = 0;
   int64_t instances = 1;
-  // Burst shares (instances > 1 only; `keel router --burst-shares`): during a burst each instance fills its
-  // own share of the replicas (policy_cache_aware.cc). Off by default: in the policy harness it keeps every
-  // push lag from 2 decisions to none within 1.5x, but on the device test bed (docs/performance.md, Session
-  // 10 third step) it held 2 5 2 3 and 4 4 2 2 where the second step held 3 2 4 3 / 3 4 2 3.
-  bool burst_shares = false;
 
   Status validate() const;
   // Sets instance and instances from "i/n" (0 <= i < n).

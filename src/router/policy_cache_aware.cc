@@ -95,18 +95,6 @@
 // pick without meeting it; the (i mod k)-th did meet it, 3 3 4 2 on the device). The
 // rotation offset by i x replicas / n used without sync sends two instances to the same replica whenever both
 // offsets precede the same tied candidate (k = 2 of 4); the i-th of the tied list never does while k >= n.
-// Burst shares (several instances, in a burst of the request's group): after a push the loads are no longer
-// tied, and instances that see the same least busy replica all take it (the rotation only breaks exact ties),
-// so each instance keeps to its own share instead: the replicas in the group's rotation (from the group's
-// hash) split into n consecutive blocks, block i instance i's. Its loads then count what it sent since the
-// last push once on its own share and, on every other replica, the mean it sent per own replica (the other
-// instances, getting an even split of the burst, fill theirs alike, rounded up); the least busy replica of its
-// own share takes the request while that is at most one above the fleet's least busy, else the least busy of
-// the fleet, whoever's share (the count bound is not consulted on these predicted loads: it refused the own
-// share whenever the other instance was one pick ahead). Two instances with an even split of a burst of 12
-// fill disjoint halves, 3 3 3 3, at any push lag from 2 decisions to none (SimultaneousInstances.*); with a
-// push after every decision, or an uneven split, it stays within 2x. 1/1 never takes this path. Off by
-// default (CacheAwareConfig::burst_shares, --burst-shares): on the device test bed it balanced worse.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -129,20 +117,11 @@ class CacheAware final : public Policy {
 
   Pick pick(const RouteRequest& req, std::span<const CandidateView> c) override {
     if (c.empty()) return {};
-    if (config_.instances > 1 && config_.burst_shares && !req.synced) {
-      std::vector<CandidateView> view(c.begin(), c.end());
-      std::vector<char> own;
-      bool drained = false;
-      if (burst_shares(req, view, own, drained)) return decide(req, view, own, drained);
-    }
-    return decide(req, c, {}, false);
+    return decide(req, c);
   }
 
  private:
-  // The decision over candidates `c`; `own` (empty, or one flag per candidate): this instance's burst
-  // share (burst_shares); `drained`: a replica's last push fell (a completion), so the burst's picks are
-  // no longer all the fleet's news.
-  Pick decide(const RouteRequest& req, std::span<const CandidateView> c, std::span<const char> own, bool drained) {
+  Pick decide(const RouteRequest& req, std::span<const CandidateView> c) {
     // The bound is over the replicas that compete on equal terms: the local ones when there are any
     // (an idle remote replica must not pin the least load at 0). Raw loads, i.e. real requests; the
     // region penalty only enters a remote candidate's own load.
@@ -182,24 +161,7 @@ class CacheAware final : public Policy {
     // When no choice keeps the bound (completions drained the least busy, a work-rule pick holds one
     // more than the cap, or remote-only headroom), the least loaded candidates are the only ones that
     // move toward it.
-    // Burst shares: the least busy of this instance's share (of the fleet when the share is over one
-    // above the least busy) take it; the count bound is not consulted on these predicted loads (it refused
-    // the own share whenever another instance was a pick ahead) until a replica drains: after a completion
-    // the gap is real and the least busy that keeps the bound takes the request, whoever's share.
-    int64_t own_lo = std::numeric_limits<int64_t>::max();
-    for (size_t k = 0; k < own.size(); ++k) {
-      if (own[k] != 0 && in_scope(c[k])) own_lo = std::min(own_lo, effective_load(c[k]));
-    }
-    auto share_pick = [&](const CandidateView& v) {
-      return own[static_cast<size_t>(&v - c.data())] != 0 && in_scope(v) && effective_load(v) == own_lo &&
-             (!drained || !any || keeps_bound(v));
-    };
-    bool share = false;
-    for (const auto& v : c) share = share || (!own.empty() && share_pick(v));
-    auto within_bound = [&](const CandidateView& v) {
-      if (share) return share_pick(v);
-      return any ? keeps_bound(v) : effective_load(v) == min_eff;
-    };
+    auto within_bound = [&](const CandidateView& v) { return any ? keeps_bound(v) : effective_load(v) == min_eff; };
     auto cost = [&](const CandidateView& v) { return config_.cost(req.n_keys, v.match, req.tokens_per_key); };
     if (config_.spill_factor > 0) {
       auto holder_room = [&](const CandidateView& v) { return cap(lo_after(v)) + config_.spill_slack - v.load; };
@@ -264,43 +226,6 @@ class CacheAware final : public Policy {
                                                                                    std::max(req.group_expected, 0.0))));
     return req.group_recent >= bar &&
            static_cast<double>(req.group_in_flight) >= config_.burst_share * static_cast<double>(total);
-  }
-
-  // Burst shares (several instances, a burst of the request's group; the file comment): sets `own` to
-  // this instance's share of the candidates and `view`'s loads to the mirror prediction. False (view
-  // and own to be ignored) outside a burst, or when this instance's share is empty.
-  bool burst_shares(const RouteRequest& req, std::vector<CandidateView>& view, std::vector<char>& own,
-                    bool& drained) const {
-    const bool scoped = std::any_of(view.begin(), view.end(), [](const CandidateView& v) { return !v.remote; });
-    int64_t total = 0;
-    for (const auto& v : view) total += !scoped || !v.remote ? v.load : 0;
-    if (!is_burst(req, total)) return false;
-    const size_t n = view.size(), k = static_cast<size_t>(config_.instances);
-    const size_t start = mix64(req.group) % n;
-    own.assign(n, 0);
-    int64_t own_sent = 0, own_count = 0;
-    for (size_t i = 0; i < n; ++i) {
-      if (scoped && view[i].remote) continue;
-      if (((i + n - start) % n) * k / n != static_cast<size_t>(config_.instance)) continue;
-      own[i] = 1;
-      own_sent += view[i].sent;
-      ++own_count;
-    }
-    if (own_count == 0) return false;
-    const int64_t mirror = (own_sent + own_count - 1) / own_count;  // each other share got as many meanwhile
-    int64_t lo = std::numeric_limits<int64_t>::max(), own_lo = lo;
-    for (size_t i = 0; i < n; ++i) {
-      CandidateView& v = view[i];
-      const int64_t pushed = std::max<int64_t>(v.load - config_.instances * v.sent, 0);
-      v.load = pushed + v.sent + (own[i] != 0 ? 0 : mirror);
-      if (scoped && v.remote) continue;
-      drained = drained || v.drained;
-      lo = std::min(lo, v.load);
-      if (own[i] != 0) own_lo = std::min(own_lo, v.load);
-    }
-    // The own share more than one above the least busy: the least loaded take it, whoever's share.
-    if (own_lo > lo + 1) std::fill(own.begin(), own.end(), 1);
-    return true;
   }
 
   // Equal-match set and cost spill (spill_factor > 0; see the file comment). cost(v): the request's cost

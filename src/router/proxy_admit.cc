@@ -157,9 +157,7 @@ ReplicaPtr ProxyRequest::choose() {
         .free_cache = rep.free_cache(exact ? svc_.index().n_exact(rep.id) : svc_.index().n_approx(rep.id)),
         .remote = !region_.empty() && !rep.labels.region.empty() && rep.labels.region != region_,
         .cached = stored,
-        .id = rep.id,
-        .sent = synced ? 0 : rep.sent_since_push(),
-        .drained = rep.pushed_fell.load(std::memory_order_relaxed)});
+        .id = rep.id});
   }
   const auto n_keys = static_cast<int64_t>(keys_->size());
   const int64_t group_in_flight = has_group_ ? svc_.group_in_flight_locked(group_) : 0;

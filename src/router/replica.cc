@@ -43,15 +43,9 @@ int64_t Replica::load_synced() const {
          external_unsent.load(std::memory_order_relaxed);
 }
 
-int64_t Replica::sent_since_push() const {
-  if (pushed.load(std::memory_order_relaxed) < 0) return 0;
-  return std::max<int64_t>(in_flight.load(std::memory_order_relaxed) - pushed_ours.load(std::memory_order_relaxed), 0);
-}
-
 void Replica::set_pushed(int64_t count) {
   pushed_ours.store(in_flight.load(std::memory_order_relaxed), std::memory_order_relaxed);
-  const int64_t now = std::max<int64_t>(count, 0);
-  pushed_fell.store(now < pushed.exchange(now, std::memory_order_relaxed), std::memory_order_relaxed);
+  pushed.store(std::max<int64_t>(count, 0), std::memory_order_relaxed);
 }
 
 void Replica::set_reported(int64_t queued_now, int64_t running_now, int64_t ours, int64_t peers) {

@@ -77,8 +77,6 @@ class Replica {
   // seen at once, not a poll later, and never lowers the router's own fresh count.
   std::atomic<int64_t> pushed{-1};
   std::atomic<int64_t> pushed_ours{0};
-  // The last push was below the one before it: a request finished there (burst shares, policy_cache_aware.cc).
-  std::atomic<bool> pushed_fell{false};
   std::atomic<int64_t> queued{-1};
   std::atomic<int64_t> running{-1};
   std::atomic<int64_t> kv_used{-1};
@@ -106,9 +104,6 @@ class Replica {
   // With every peer feed live: own in_flight + peer_in_flight + external_unsent (no guess: the peers
   // report their decisions as they make them).
   int64_t load_synced() const;
-  // Requests the router sent here since the replica's last push (0 without a push): the part of
-  // load() counted `instances` times.
-  int64_t sent_since_push() const;
   // Records a pushed in-flight count (>= 0); clear_pushed() when the feed is lost.
   void set_pushed(int64_t count);
   void clear_pushed() { pushed.store(-1, std::memory_order_relaxed); }

@@ -22,9 +22,9 @@ namespace {
 constexpr int kReplicas = 4;
 constexpr int64_t kKeys = 64;
 
-// kSingle: the single-router defaults on every instance; kRotation: --instance i/n (the default,
-// Session 10's second step); kShares: --instance i/n --burst-shares (the third step, off by default).
-enum class Mode { kSingle, kRotation, kShares };
+// kSingle: the single-router defaults on every instance; kRotation: --instance i/n (Session 10's
+// second step; burst shares, its third step, were removed in Session 11 once peer sync replaced both).
+enum class Mode { kSingle, kRotation };
 
 struct Instance {
   std::vector<std::unique_ptr<Replica>> replicas;
@@ -39,7 +39,6 @@ struct Instance {
     if (mode != Mode::kSingle) {
       config.instance = i;
       config.instances = n;
-      config.burst_shares = mode == Mode::kShares;
       instances = n;
     }
     EXPECT_TRUE(config.validate().ok());
@@ -63,11 +62,7 @@ struct Burst {
 // `lag` decisions the replicas push their counts and announce the prompts to every instance.
 bool within_1_5(const std::array<int64_t, kReplicas>& f);
 
-// `split`: which instance gets each decision, in turn (empty: decision d goes to instance d mod n).
-// `finish` >= 0: after the burst the replicas push, that replica finishes one request (of the first
-// instance with one there) and pushes, and instance `next` routes the closed loop's replacement; the
-// fleet after it is returned in Burst::fleet.
-Burst run(int n, int burst, int lag, Mode mode, const std::vector<int>& split = {}, int finish = -1, int next = 0) {
+Burst run(int n, int burst, int lag, Mode mode) {
   std::vector<Instance> inst;
   for (int i = 0; i < n; ++i) inst.emplace_back(i, n, mode);
   // Before the burst each instance made its own number of earlier decisions (other groups, long
@@ -89,9 +84,7 @@ Burst run(int n, int burst, int lag, Mode mode, const std::vector<int>& split = 
                    .work = rep.work.load(),
                    .match = holds ? kKeys : 0,
                    .free_cache = free_cache[r],
-                   .id = rep.id,
-                   .sent = rep.sent_since_push(),
-                   .drained = rep.pushed_fell.load()});
+                   .id = rep.id});
     }
     // As proxy_admit.cc: the larger of this instance's own arrivals (x n when instance-aware) and the
     // arrivals the replicas announced.
@@ -116,8 +109,7 @@ Burst run(int n, int burst, int lag, Mode mode, const std::vector<int>& split = 
     }
   };
   for (int d = 0; d < burst; ++d) {
-    const int who = split.empty() ? d % n : split[static_cast<size_t>(d) % split.size()];
-    decide(inst[static_cast<size_t>(who)]);
+    decide(inst[static_cast<size_t>(d % n)]);
     if ((d + 1) % lag == 0) push(d + 1);
     // The benchmark's closed loop keeps 12 in flight: its "full" samples are states with 12 or more.
     const auto [lo, hi] = std::minmax_element(fleet.begin(), fleet.end());
@@ -126,20 +118,6 @@ Burst run(int n, int burst, int lag, Mode mode, const std::vector<int>& split = 
       worst_ratio = ratio;
       out.worst = fleet;
     }
-  }
-  if (finish >= 0) {
-    const auto f = static_cast<size_t>(finish);
-    push(burst);
-    for (auto& in : inst) {
-      if (in.own[f] == 0) continue;
-      in.replicas[f]->in_flight.fetch_sub(1);
-      in.replicas[f]->work.fetch_sub(CacheAwareConfig{}.cost(kKeys, kKeys, 1));
-      --in.own[f];
-      --fleet[f];
-      break;
-    }
-    push(burst);
-    decide(inst[static_cast<size_t>(next)]);
   }
   out.fleet = fleet;
   return out;
@@ -183,68 +161,6 @@ TEST(SimultaneousInstances, GeneralisesToFourInstances) {
     const auto after = run(4, burst, 1000, Mode::kRotation).worst;
     EXPECT_FALSE(within_1_5(before)) << "burst " << burst << ": " << state(before);
     EXPECT_TRUE(within_1_5(after)) << "burst " << burst << ": " << state(after);
-  }
-}
-
-bool within_2(const std::array<int64_t, kReplicas>& f) {
-  const auto [lo, hi] = std::minmax_element(f.begin(), f.end());
-  return *lo > 0 && *hi <= 2 * *lo;
-}
-
-// Burst shares (the third step): with the pushes arriving every few decisions, one push shows one
-// instance's latest picks and not the other's, the loads are no longer tied and the rotation alone (the
-// second step, the default) sent both instances to the same least busy replica: 3 2 3 4 at a lag
-// of 3, the state the device held. Each instance filling its own share keeps every state with 12 or
-// more in flight within 1.5x at every lag from 2 to 12 and with no push during the burst, for bursts
-// of 12 and 24 on two instances and on four.
-TEST(SimultaneousInstances, BurstSharesKeepTheBoundWhateverThePushLag) {
-  for (int n : {2, 4}) {
-    for (int burst : {12, 24}) {
-      for (int lag : {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 1000}) {
-        const Burst b = run(n, burst, lag, Mode::kShares);
-        EXPECT_TRUE(within_1_5(b.worst)) << n << " instances, burst " << burst << " lag " << lag << ": "
-                                         << state(b.worst);
-        int64_t sum = 0;
-        for (int64_t v : b.fleet) sum += v;
-        EXPECT_EQ(sum, burst);
-      }
-      const auto rotation = run(n, burst, 3, Mode::kRotation).worst;
-      EXPECT_FALSE(within_1_5(rotation)) << n << " instances, burst " << burst << ": " << state(rotation);
-    }
-  }
-  // Four instances: the rotation also stacks at lags 6 and 7 (3 2 2 5, 5 3 2 2).
-  for (int lag : {6, 7}) EXPECT_FALSE(within_1_5(run(4, 12, lag, Mode::kRotation).worst)) << lag;
-}
-
-// Where burst shares do not reach 1.5x (stated, not hidden). A push after every decision (no picks
-// unseen): the burst's first picks, made before the burst guard, put 3 on one replica of one
-// instance's share and the share rule's one-request tolerance then adds a 4th (4 3 3 2; the rotation
-// alone ends 3 3 3 3 there). An uneven split (8 and 4 requests of 12 between two instances) leaves
-// one share fuller (4 3 2 3, or 4 4 2 2 with no push; the rotation alone: 4 2 3 3 at lag 3, 3 2 4 3
-// with none). Both stay within 2x at every lag.
-TEST(SimultaneousInstances, BurstSharesStayWithinTwiceOnFreshPushesAndUnevenSplits) {
-  for (int burst : {12, 24}) {
-    const auto fresh = run(2, burst, 1, Mode::kShares).worst;
-    EXPECT_TRUE(within_2(fresh)) << burst << ": " << state(fresh);
-  }
-  const std::vector<int> split{0, 0, 1};
-  for (int lag : {1, 2, 3, 4, 5, 6, 1000}) {
-    const auto uneven = run(2, 12, lag, Mode::kShares, split).worst;
-    EXPECT_TRUE(within_2(uneven)) << lag << ": " << state(uneven);
-  }
-  EXPECT_FALSE(within_1_5(run(2, 12, 1000, Mode::kShares, split).worst));
-}
-
-// The closed loop after the burst: a request finishes (the replica pushes a lower count) and the
-// replacement reaches an instance whose share is not the drained replica's. The gap is real then, so
-// the least busy that keeps the bound takes it, whoever's share: back to 3 3 3 3 for every replica and
-// either instance (without the drained signal the share's one-request tolerance made 4 3 2 3 or alike).
-TEST(SimultaneousInstances, BurstSharesRefillTheDrainedReplica) {
-  for (int finish = 0; finish < kReplicas; ++finish) {
-    for (int next : {0, 1}) {
-      const Burst b = run(2, 12, 1000, Mode::kShares, {}, finish, next);
-      EXPECT_EQ(state(b.fleet), "3 3 3 3") << "replica " << finish << " drained, instance " << next;
-    }
   }
 }
 

@@ -135,8 +135,7 @@ Result run(int n, int burst, int lag, bool peers, int push = 3, const std::vecto
                    .work = rep.work.load() + (synced && peer_work ? rep.peer_work.load() : 0),
                    .match = in.own[r] > 0 || in.announced[r] ? kKeys : 0,
                    .free_cache = free_cache[r],
-                   .id = rep.id,
-                   .sent = synced ? 0 : rep.sent_since_push()});
+                   .id = rep.id});
     }
     // As proxy_admit.cc: own + peers' arrivals when synced, else own x n; the replicas' announcements if more.
     const int64_t mine = synced ? in.own_total + in.peer_arrivals : in.instances * in.own_total;
