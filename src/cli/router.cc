@@ -190,15 +190,6 @@ void register_router(CLI::App& app) {
   cmd->add_flag("--peer-work", a->router.peer_work,
                 "With --peer: the work rule and cost spills also count the peers' work in flight (off by default: "
                 "on the device test bed it made more cold copies; the loads are exact either way)");
-  cmd->add_flag("--hold-prefilling", a->router.cache_aware.hold_prefilling,
-                "Followers of a prefix every holder is still prefilling queue behind that prefill instead of a cost "
-                "spill (--spill-factor; off by default)");
-  cmd->add_flag("--group-need", a->router.cache_aware.group_need,
-                "No cost spill while the group's own requests in flight would not pay for the copy's extra prefill "
-                "(--spill-factor; off by default)");
-  cmd->add_flag("--home-holder", a->router.cache_aware.home_holder,
-                "Outside bursts a group's home holder (hash of group and replica) takes it among the allowed equal "
-                "holders while its work is under one cold prefill (--spill-factor; off by default)");
   cmd->add_option("--min-match-ratio", a->router.cache_aware.min_match_ratio, "Matched share of the prompt that counts")->capture_default_str();
   cmd->add_option("--region-penalty", a->router.cache_aware.remote_penalty, "Load added to other regions' replicas")->capture_default_str();
   cmd->add_option("--region-header", a->router.region_header, "Header naming the request's region")->capture_default_str();

@@ -23,10 +23,6 @@ struct CandidateView {
   int64_t match = 0;       // leading prefix keys of this request the replica holds
   int64_t free_cache = 0;  // free KV slots if known, else minus the index entries we hold for it
   bool remote = false;     // not in the request's region
-  // Leading keys of `match` the replica has stored (its cache, or a prompt it just served); the rest
-  // of the match is a prompt still in flight there (its prefill not done). -1: all of match (unknown).
-  int64_t cached = -1;
-  uint64_t id = 0;  // the replica's id (stable across decisions): the group's home (CacheAwareConfig::home_holder)
 };
 
 struct RouteRequest {
@@ -161,24 +157,6 @@ struct CacheAwareConfig {
   // the bar of burst_arrivals. 0 = the absolute bar (the default: 3 made more cold prefills and a worse
   // TTFT p99 than 0 in both device runs of Session 9's second round, docs/performance.md).
   double burst_rate_factor = 0;
-  // Few holders (with spill_factor > 0). hold_prefilling: while every replica holding the request's
-  // prefix holds it only as a prompt in flight (its first prefill not done), a follower queues on the
-  // least busy of them (within spill_slack) instead of a cost spill: on a batching replica it waits for
-  // that prefill and joins its batch, while a spill is a second cold prefill of the same prefix. The
-  // burst guard still spreads a burst. home_holder: among the equal holders the count bound allows, the
-  // group's home (the highest hash of group and replica id, the same on every router instance) takes
-  // the request while its work in flight is at most one cold prefill of the request; the others take
-  // it only past that. A hot group's traffic outside bursts then stays on one replica, and the copies a
-  // burst made go cold and are evicted under cache pressure instead of competing in every cache.
-  // group_need: a cost spill also needs the group's own requests in flight (with this one, each at its
-  // cost on h) to reach the spill's extra prefill (cost on the target - cost on h): a group of a request
-  // or two whose holder is busy with other groups' work queues there (within spill_slack) instead of
-  // being copied, as sglang-router keeps it; a group whose own queue would pay for a copy spreads.
-  // Off by default: on the device (docs/performance.md, Session 10) they cut no cold prefills; the
-  // holders' slack, not the cost test, made most copies there.
-  bool hold_prefilling = false;
-  bool group_need = false;
-  bool home_holder = false;
   // Several router instances (--instance i/n: this is instance `instance` of `instances`, each behind a
   // round-robin balancer on the same replicas). Their decisions in one burst are made within the
   // milliseconds before the replicas' pushed loads reach the others, on the same cache view, so with

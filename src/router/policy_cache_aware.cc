@@ -74,13 +74,6 @@
 //   - the cost test itself: h's queue grows by every request it takes, so a hot prefix held by one
 //     replica spills once h's work passes F x (the extra prefill + a's work); a's copy then makes a an
 //     equal holder, and the least busy holder takes the next request (CacheAwareCost.*).
-// Few holders (hold_prefilling, group_need, home_holder; off by default, docs/router.md guard 6): outside bursts a
-// group stays on as few replicas as its own load needs. No cost spill while every holder is still prefilling the prefix
-// (a batching replica serves the follower right after it; a spill is a second cold prefill), nor while the group's own
-// requests in flight would not pay for the copy's extra prefill (a tail group on a holder busy with other groups queues
-// there); and among allowed equal holders the group's home (a hash of group and replica id) takes it while its work is
-// under one cold prefill, so the copies a burst made go idle and are evicted first under cache pressure. Slack and the
-// burst guard still apply.
 // Several instances (instance i of n > 1, CacheAwareConfig::instances): ties among holders, spill targets and
 // free-cache picks go to the replicas in a rotation started at i x replicas / n, and free caches within 1/8 tie,
 // so the instances' simultaneous burst picks (made before any push reaches the others) interleave instead of
@@ -276,23 +269,7 @@ class CacheAware final : public Policy {
       holder_in = nth_tied(
           req, c, holder_in, [&](const CandidateView& v) { return equal(v) && within(v); }, busier);
     }
-    if (holder_in >= 0) {
-      // Few holders, outside bursts: the group's home among the allowed equal holders while its queue
-      // is under one cold prefill of this request; else (and in a burst) the least busy.
-      if (config_.home_holder && req.group != 0 && !burst) {
-        int32_t home = -1;
-        for (size_t i = 0; i < c.size(); ++i) {
-          if (!equal(c[i]) || !within(c[i])) continue;
-          if (home < 0 || home_rank(req.group, c[i]) > home_rank(req.group, c[static_cast<size_t>(home)])) {
-            home = static_cast<int32_t>(i);
-          }
-        }
-        if (c[static_cast<size_t>(home)].work <= config_.cost(req.n_keys, 0, req.tokens_per_key)) {
-          return Pick{.index = home, .decision = Decision::kCacheHit};
-        }
-      }
-      return Pick{.index = holder_in, .decision = Decision::kCacheHit};
-    }
+    if (holder_in >= 0) return Pick{.index = holder_in, .decision = Decision::kCacheHit};
     // The spill target: the allowed replica where the request would finish first (its work in flight
     // plus its cost there); ties: the longer match, more free cache, then turns.
     int32_t target = -1;
@@ -319,18 +296,6 @@ class CacheAware final : public Policy {
     }
     if (holder >= 0 && !burst) {
       const CandidateView& h = c[static_cast<size_t>(holder)];
-      // Every holder is still prefilling the prefix: queue behind that prefill, never a second one.
-      if (config_.hold_prefilling && holder_room(h) >= 1 &&
-          std::none_of(c.begin(), c.end(), [&](const CandidateView& v) { return equal(v) && useful_stored(req, v); })) {
-        return Pick{.index = holder, .decision = Decision::kWarmQueue};
-      }
-      // The group's own queued work does not need another replica: its requests in flight would not
-      // pay for one more cold prefill of its prefix, so the copy is left to a burst or a queue over slack.
-      const CandidateView& a0 = c[static_cast<size_t>(target)];
-      if (config_.group_need && holder_room(h) >= 1 && req.group != 0 &&
-          (req.group_in_flight + 1) * cost(h) < cost(a0) - cost(h)) {
-        return Pick{.index = holder, .decision = Decision::kWarmQueue};
-      }
       const CandidateView& a = c[static_cast<size_t>(target)];
       const double spill_work = static_cast<double>(cost(a) - cost(h) + a.work);
       if (static_cast<double>(h.work) <= config_.spill_factor * spill_work && holder_room(h) >= 1) {
@@ -361,14 +326,6 @@ class CacheAware final : public Policy {
       if (tied(c[x]) && want-- == 0) return static_cast<int32_t>(x);
     }
     return best;
-  }
-  // The replica's rank for the group's home: the same on every router instance, spread over replicas.
-  static uint64_t home_rank(uint64_t group, const CandidateView& v) { return mix64(group ^ mix64(v.id)); }
-  // v has a useful share of the prompt stored (not only in flight).
-  bool useful_stored(const RouteRequest& req, const CandidateView& v) const {
-    const int64_t stored = v.cached < 0 ? v.match : std::min(v.cached, v.match);
-    return stored > 0 && static_cast<double>(stored) >=
-                             config_.min_match_ratio * static_cast<double>(std::max<int64_t>(req.n_keys, 1));
   }
   // Most in-flight any replica may hold when the least busy holds `lo`.
   int64_t cap(int64_t lo) const {

@@ -147,17 +147,14 @@ ReplicaPtr ProxyRequest::choose() {
   for (const ReplicaPtr* r : cands) {
     const Replica& rep = **r;
     const bool exact = svc_.index().exact_live(rep.id);
-    int64_t stored = 0;
-    const int64_t match = prefix ? svc_.index().match(rep.id, *keys_, &stored) : 0;
+    const int64_t match = prefix ? svc_.index().match(rep.id, *keys_) : 0;
     views.push_back(CandidateView{
         .load = synced ? rep.load_synced() : rep.load(instances),
         .work = rep.work.load(std::memory_order_relaxed) +
                 (synced && peer_work ? rep.peer_work.load(std::memory_order_relaxed) : 0),
         .match = match,
         .free_cache = rep.free_cache(exact ? svc_.index().n_exact(rep.id) : svc_.index().n_approx(rep.id)),
-        .remote = !region_.empty() && !rep.labels.region.empty() && rep.labels.region != region_,
-        .cached = stored,
-        .id = rep.id});
+        .remote = !region_.empty() && !rep.labels.region.empty() && rep.labels.region != region_});
   }
   const auto n_keys = static_cast<int64_t>(keys_->size());
   const int64_t group_in_flight = has_group_ ? svc_.group_in_flight_locked(group_) : 0;

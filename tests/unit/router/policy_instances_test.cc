@@ -83,8 +83,7 @@ Burst run(int n, int burst, int lag, Mode mode) {
       c.push_back({.load = rep.load(in.instances),
                    .work = rep.work.load(),
                    .match = holds ? kKeys : 0,
-                   .free_cache = free_cache[r],
-                   .id = rep.id});
+                   .free_cache = free_cache[r]});
     }
     // As proxy_admit.cc: the larger of this instance's own arrivals (x n when instance-aware) and the
     // arrivals the replicas announced.

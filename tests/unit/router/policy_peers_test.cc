@@ -134,8 +134,7 @@ Result run(int n, int burst, int lag, bool peers, int push = 3, const std::vecto
       c.push_back({.load = synced ? rep.load_synced() : rep.load(in.instances),
                    .work = rep.work.load() + (synced && peer_work ? rep.peer_work.load() : 0),
                    .match = in.own[r] > 0 || in.announced[r] ? kKeys : 0,
-                   .free_cache = free_cache[r],
-                   .id = rep.id});
+                   .free_cache = free_cache[r]});
     }
     // As proxy_admit.cc: own + peers' arrivals when synced, else own x n; the replicas' announcements if more.
     const int64_t mine = synced ? in.own_total + in.peer_arrivals : in.instances * in.own_total;

@@ -56,9 +56,6 @@ struct Workload {
   int cache_groups = 0;
 };
 constexpr size_t kBatch = 16;
-// Session 9's rules: no few-holders rules (CacheAwareConfig::hold_prefilling, group_need, home_holder).
-constexpr CacheAwareConfig kSession9{.hold_prefilling = false, .group_need = false, .home_holder = false};
-constexpr CacheAwareConfig kFewHolders{.hold_prefilling = true, .group_need = true, .home_holder = true};
 constexpr double kBatchStep = 0.1;
 
 enum class Router { kKeel, kSglang, kRoundRobin };
@@ -243,12 +240,8 @@ SimResult simulate(Router router, const Workload& w, uint64_t seed, const CacheA
       // keel's exact index: what the replica caches now, or a prompt of the group in flight there.
       const bool stored = is_cached(r, g);
       const int64_t cap = w.cache_groups > 0 ? w.cache_groups : 25;
-      c.push_back({.load = n,
-                   .work = work,
-                   .match = stored || queued ? kShared : 0,
-                   .free_cache = 160 * (cap - n_cached(r)),
-                   .cached = stored ? kShared : 0,
-                   .id = r + 1});
+      c.push_back(
+          {.load = n, .work = work, .match = stored || queued ? kShared : 0, .free_cache = 160 * (cap - n_cached(r))});
     }
     size_t r = 0;
     if (router == Router::kSglang) {
@@ -348,46 +341,38 @@ TEST(CacheAwareSkewSim, TheHotGroupStaysOnOneReplicaUnderTheSglangModelAndSpread
 // hot group was still copied early, by cost spills, not by the guard), so the default stayed 0.
 TEST(CacheAwareSkewSim, TheRelativeBurstBarStopsFiringOnClumps) {
   const Workload w{.zipf = 1.2, .rate = 1.6, .mid_burst = 24};
-  Totals rel =
-      over_seeds(Router::kKeel, w, "keel, relative burst bar",
-                 {.burst_rate_factor = 3, .hold_prefilling = false, .group_need = false, .home_holder = false});
-  Totals abs = over_seeds(Router::kKeel, w, "keel, absolute burst bar (default)", kSession9);
+  Totals rel = over_seeds(Router::kKeel, w, "keel, relative burst bar", {.burst_rate_factor = 3});
+  Totals abs = over_seeds(Router::kKeel, w, "keel, absolute burst bar (default)", {});
   EXPECT_LT(rel.bursts_hot, abs.bursts_hot - 10);
   EXPECT_GE(rel.bursts_hot, 24 - 8);  // the mid-way burst is still seen (all but its first bar requests)
   EXPECT_LT(rel.bursts, 0.5);
   EXPECT_GT(abs.bursts, 0.5);
   EXPECT_GT(rel.cold, abs.cold);  // the unbatched queues pass the slack (above)
-  Totals rel_slack = over_seeds(
-      Router::kKeel, w, "keel, relative bar, slack 48",
-      {.spill_slack = 48, .burst_rate_factor = 3, .hold_prefilling = false, .group_need = false, .home_holder = false});
-  Totals abs_slack =
-      over_seeds(Router::kKeel, w, "keel, absolute bar, slack 48",
-                 {.spill_slack = 48, .hold_prefilling = false, .group_need = false, .home_holder = false});
+  Totals rel_slack =
+      over_seeds(Router::kKeel, w, "keel, relative bar, slack 48", {.spill_slack = 48, .burst_rate_factor = 3});
+  Totals abs_slack = over_seeds(Router::kKeel, w, "keel, absolute bar, slack 48", {.spill_slack = 48});
   EXPECT_LT(rel_slack.cold, abs_slack.cold);
   // 3.05 against 3.95 before Session 10 stored a prefix at the end of its prefill (not its start) and
   // took free cache from the cached groups; 3.3 against 3.75 since.
   EXPECT_LT(rel_slack.hot_holders, abs_slack.hot_holders - 0.3);
 }
 
-// Session 10: the few-holders rules (CacheAwareConfig::hold_prefilling, group_need, home_holder; off by
-// default: the device did not confirm the prediction below, docs/performance.md) against Session 9's rules, on batching
-// replicas at about the device's load (rate 0.8: keel's old rules make 22.2 cold prefills a run here, the device
-// 20-22), without and with cache pressure (5 groups per replica, LRU). Printed (20 seeds): cold prefills 22.2 -> 20.15
-// without pressure and 25.9 -> 21.95 with it; the sglang-router model 16.0 / 16.3; the hot group still ends on 4
-// replicas (the mid-way burst spreads: busiest/least 2-2.5 once the least busy holds 2, longest queue 13 against the
-// sglang model's 23.6, which queues the burst on the hot group's one holder).
-TEST(CacheAwareSkewSim, FewHoldersCutCopiesButNotTheBurstsSpread) {
+// Batching replicas at about the device's load (rate 0.8), without and with cache pressure (5 groups per
+// replica, LRU): keel's rules make more cold prefills than the sglang-router model (the mid-way burst's
+// copies of the hot group, which ends on all 4 replicas) and keep the burst's queues bounded, where the
+// sglang model queues the burst on the hot group's one holder (longest queue above 20). Session 10's
+// few-holders rules, compared here before, cut the model's cold prefills but not the device's and were
+// removed in Session 11 (docs/performance.md).
+TEST(CacheAwareSkewSim, BatchingReplicasSpreadTheBurstAtTheCostOfCopies) {
   for (int cache_groups : {0, 5}) {
     const Workload w{.zipf = 1.2, .rate = 0.8, .mid_burst = 24, .batched = true, .cache_groups = cache_groups};
-    Totals few = over_seeds(Router::kKeel, w, "keel, few holders", kFewHolders);
-    Totals old = over_seeds(Router::kKeel, w, "keel, Session 9 rules", kSession9);
+    Totals keel = over_seeds(Router::kKeel, w, "keel");
     Totals sglang = over_seeds(Router::kSglang, w, "sglang-router model");
-    EXPECT_LT(few.cold, old.cold - 1.5) << cache_groups;
-    EXPECT_GT(few.cold, sglang.cold) << cache_groups;  // the burst's copies of the hot group remain
-    EXPECT_GT(few.hot_holders, 3.5) << cache_groups;
-    EXPECT_LE(few.burst_ratio, 3.0) << cache_groups;    // bounded
+    EXPECT_GT(keel.cold, sglang.cold + 3) << cache_groups;  // the burst's copies of the hot group remain
+    EXPECT_GT(keel.hot_holders, 3.5) << cache_groups;
+    EXPECT_LE(keel.burst_ratio, 3.0) << cache_groups;   // bounded
     EXPECT_GT(sglang.max_queue, 20.0) << cache_groups;  // the sglang model queues the burst on one replica
-    EXPECT_LT(few.max_queue, sglang.max_queue - 5) << cache_groups;
+    EXPECT_LT(keel.max_queue, sglang.max_queue - 5) << cache_groups;
   }
 }
 
