@@ -35,7 +35,7 @@ Usage: bench/bench_router_prefix.py [--build build] [--groups 8] [--per-group 6]
          [--sglang-router PYTHON] [--replica-view] [--only NAME,NAME] [--repeat N]
          [--model PATH] [--load-format dummy] [--threads N] [--replica-cpus A-B,...] [--router-cpus A-B]
          [--client-cpus A-B] [--arrivals poisson --rate R | --load F] [--variant NAME=ARGS] [--out FILE]
-         [--trace] [--zipf S] [--turns T] [--mid-burst N] [--kv-tokens N] [--routers N]
+         [--trace] [--zipf S] [--turns T] [--mid-burst N] [--kv-tokens N] [--routers N] [--decision-logs DIR]
 
 High availability (--routers N): N instances of the router under test, as a deployment behind a load
 balancer runs them, on the same replicas with the same flags (keel: each instance subscribes to every
@@ -424,7 +424,11 @@ def hot_burst(bases, n_requests, concurrency, sample):
             "full_states": full_states}
 
 
+RUNS = [0]  # run_policy calls so far: numbers the --decision-logs files
+
+
 def run_policy(keel, replicas, args, extra, reqs, times, sources=None):
+    RUNS[0] += 1
     for r in replicas:
         post(r + "/flush_cache", {})
     before = [(metric(r, "keel_prompt_tokens_total"), metric(r, "keel_cached_prompt_tokens_total")) for r in replicas]
@@ -447,6 +451,8 @@ def run_policy(keel, replicas, args, extra, reqs, times, sources=None):
             cmd += ["--instance", f"{i}/{args.routers}"]
         if args.routers > 1 and peers and "--peer" not in extra:  # keel: exact sync with every other instance
             cmd += [a for k, p in enumerate(ports) if k != i for a in ("--peer", f"http://127.0.0.1:{p}")]
+        if args.decision_logs:  # keel: every decision of instance i as JSON lines (docs/router.md)
+            cmd += ["--decision-log", str(pathlib.Path(args.decision_logs) / f"run{RUNS[0]}_instance{i}.jsonl")]
         return cmd + (["--http-threads", "1", "--upstream-threads", "1"] if args.router_cpus else [])
     # --routers N: N independent instances, same flags and replicas (keel: each subscribes to every
     # replica's cache feed itself, and to every other instance's peer feed), the router CPUs split between
@@ -480,7 +486,11 @@ def run_policy(keel, replicas, args, extra, reqs, times, sources=None):
         picks = {} if sglang else decisions(bases)
         per_instance = [] if sglang else [decisions([b]) for b in bases]
         t0 = time.perf_counter()
+        burst_t0_us = time.monotonic_ns() // 1000  # the decision logs' clock (CLOCK_MONOTONIC)
         burst = hot_burst(bases, args.burst, args.burst_concurrency, sample)
+        burst["burst_window_us"] = [burst_t0_us, time.monotonic_ns() // 1000]
+        if args.decision_logs and not sglang:
+            burst["decision_logs"] = [f"run{RUNS[0]}_instance{i}.jsonl" for i in range(args.routers)]
         burst["burst_req_per_s"] = round(args.burst / (time.perf_counter() - t0), 2)
         if not sglang:  # each instance's decisions during the closed-loop burst, by kind
             burst["burst_decisions"] = [{k: v - was.get(k, 0) for k, v in decisions([b]).items() if v - was.get(k, 0)}
@@ -536,6 +546,9 @@ def main():
     ap.add_argument("--routers", type=int, default=1,
                     help="instances of the router under test (high availability): --router-cpus split between "
                          "them, requests to them round-robin by index")
+    ap.add_argument("--decision-logs", default="",
+                    help="a folder: each keel instance writes its decisions there (--decision-log), run<k>_instance<i>"
+                         ".jsonl; the rows name their files and the closed-loop burst's monotonic window")
     ap.add_argument("--no-peers", action="store_true",
                     help="--routers N: no --peer between the keel instances (Session 10's --instance estimate alone)")
     ap.add_argument("--client-cpus", default="", help="CPUs for this script (the load generator)")

@@ -119,6 +119,7 @@ int run_router(RouterArgs a) {
                               std::make_shared<std::optional<tokenizer::ChatTemplate>>(std::move(tmpl).value()));
   }
   router::RouterService svc(a.router, std::move(policy).value(), std::move(tenants), std::move(tokenize));
+  if (Status st = svc.open_decision_log(); !st.ok()) return fail(2, st);
   std::vector<std::pair<std::string, router::ReplicaLabels>> workers;
   for (const auto& w : a.workers) {
     auto spec = parse_worker(w);
@@ -187,6 +188,9 @@ void register_router(CLI::App& app) {
       "/v1/router/peer_feed and, while every peer feed is live, count its requests exactly instead of "
       "the --instance estimate (keep --instance i/n: it splits simultaneous ties, and is the fallback while a "
       "peer feed is down)");
+  cmd->add_option("--decision-log", a->router.decision_log,
+                  "Append one JSON line per routing decision to this file (candidates' loads, work, matches, "
+                  "the pick; for tracing the policy, docs/router.md)");
   cmd->add_flag("--peer-work", a->router.peer_work,
                 "With --peer: the work rule and cost spills also count the peers' work in flight (off by default: "
                 "on the device test bed it made more cold copies; the loads are exact either way)");

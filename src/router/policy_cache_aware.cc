@@ -213,11 +213,12 @@ class CacheAware final : public Policy {
   // A burst: the bar's arrivals of the group within the window, and the group holds at least burst_share
   // of the in-scope requests in flight (a Poisson clump of one group among many is not one).
   // The bar: burst_arrivals, raised by what the group's own rate makes usual in the window.
-  bool is_burst(const RouteRequest& req, int64_t total) const {
+  // `unseen`: arrivals of the group that may be in flight to this instance unseen (the peers' feeds).
+  bool is_burst(const RouteRequest& req, int64_t total, int64_t unseen = 0) const {
     const auto bar = std::min<int64_t>(
         kMaxBurstArrivals, config_.burst_arrivals + static_cast<int64_t>(std::ceil(config_.burst_rate_factor *
                                                                                    std::max(req.group_expected, 0.0))));
-    return req.group_recent >= bar &&
+    return req.group_recent + unseen >= bar &&
            static_cast<double>(req.group_in_flight) >= config_.burst_share * static_cast<double>(total);
   }
 
@@ -294,7 +295,13 @@ class CacheAware final : public Policy {
       };
       target = nth_tied(req, c, target, within, later);
     }
-    if (holder >= 0 && !burst) {
+    // Peer-synced instances: each of the n - 1 others may be deciding this group's next request on the
+    // same view right now (within the feeds' lag), so queueing past the count bound by the cost test
+    // needs the guard's bar out of reach even with those arrivals; else two instances both queue on the
+    // holder as the burst starts and it holds one more than the bound lets the burst end with (3 3 4 2,
+    // traced with --decision-log: PeerSyncedInstances.TwoWarmQueuesOnOneViewBeforeTheGuardFires).
+    const bool near_burst = burst || (split_ties(req) && is_burst(req, total, config_.instances - 1));
+    if (holder >= 0 && !near_burst) {
       const CandidateView& h = c[static_cast<size_t>(holder)];
       const CandidateView& a = c[static_cast<size_t>(target)];
       const double spill_work = static_cast<double>(cost(a) - cost(h) + a.work);

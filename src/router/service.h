@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "router/decision_log.h"
 #include "router/peer_feed.h"
 #include "router/peer_view.h"
 #include "router/policy.h"
@@ -65,6 +66,8 @@ struct RouterConfig {
   // the peers' work the cost test spilled tail groups as eagerly as a single router and lost hit rate and
   // TTFT on the device (docs/performance.md, Session 11); each instance's own work keeps Session 10's copies.
   bool peer_work = false;
+  // One JSON line per routing decision appended here (`--decision-log PATH`, decision_log.h); empty = none.
+  std::string decision_log;
 
   Status validate() const;
 };
@@ -110,6 +113,9 @@ class RouterService {
   RetryBudget& retry_budget() { return retry_budget_; }
   server::MetricsRegistry& metrics() { return metrics_; }
   void count_decision(Decision d) { decisions_[static_cast<int>(d)].fetch_add(1, std::memory_order_relaxed); }
+  // --decision-log (under the decision mutex); open_decision_log() at start-up reports a bad path.
+  DecisionLog& decision_log() { return decision_log_; }
+  Status open_decision_log() { return decision_log_.open(config_.decision_log); }
   bool stopping() const { return stopping_.load(); }
   uint64_t next_request_number() { return next_request_.fetch_add(1, std::memory_order_relaxed); }
   server::Histogram& decision_seconds() { return *decision_s_; }
@@ -180,6 +186,7 @@ class RouterService {
   std::atomic<int64_t> group_requests_{0};                  // their sum, for /metrics
   PeerView peers_;
   PeerFeed peer_feed_;
+  DecisionLog decision_log_;
   std::vector<Endpoint> peer_endpoints_;
   std::atomic<int64_t> peer_dropped_{0};
   std::mutex persist_mu_;
