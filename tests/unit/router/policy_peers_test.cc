@@ -12,6 +12,7 @@
 #include <array>
 #include <deque>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -80,7 +81,8 @@ std::string state(const Fleet& f) { return fmt::format("{} {} {} {}", f[0], f[1]
 // few ms apart (each sees the last) and then packs them closer than the feed. `push_at` (non-empty): the
 // decisions after which the replicas push and announce, instead of every `push`.
 Result run(int n, int burst, int lag, bool peers, int push = 3, const std::vector<int>& split = {},
-           bool peer_work = false, const std::vector<int>& lags = {}, const std::vector<int>& push_at = {}) {
+           bool peer_work = false, const std::vector<int>& lags = {}, const std::vector<int>& push_at = {},
+           const std::array<int64_t, kReplicas>& free_cache = {9000, 9100, 8800, 8950}) {
   std::vector<Instance> inst(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {
     Instance& in = inst[static_cast<size_t>(i)];
@@ -107,7 +109,6 @@ Result run(int n, int burst, int lag, bool peers, int push = 3, const std::vecto
     std::vector<CandidateView> idle(kReplicas);
     for (int k = 0; k < 3 * i + 1; ++k) in.policy->pick({.n_keys = kKeys, .group = 7}, idle);
   }
-  const std::array<int64_t, kReplicas> free_cache{9000, 9100, 8800, 8950};
   Fleet fleet{};
   Result out;
   double worst = 0;
@@ -271,6 +272,35 @@ TEST(PeerSyncedInstances, TwoWarmQueuesOnOneViewBeforeTheGuardFires) {
   const Result r = run(2, 12, 0, true, 3, {}, false, {0, 0, 1}, {0, 5, 8, 11});
   EXPECT_TRUE(within_1_5(r.worst)) << state(r.worst);
   EXPECT_EQ(sum(r.fleet), 12);
+}
+
+// Random feed timing (fixed seed): 2,000 bursts of 12 and of 24 on two instances, each decision's event
+// reaching the other 0-2 decisions late, the replicas announcing after a random third of the decisions,
+// free caches spread over 1,000-2,000 slots. Every state with 12 or more in flight stays within 2x. The share
+// within 1.5x is printed, not asserted: it is the figure a rule for the burst's first picks should raise
+// (with c2ea011's near-burst rule: 1,352 of 2,000 for bursts of 12, 959 without it; 1,057 for bursts of 24).
+TEST(PeerSyncedInstances, RandomFeedTimingStaysWithinTwice) {
+  for (int burst : {12, 24}) {
+    std::mt19937 rng(1);
+    int within = 0;
+    constexpr int kBursts = 2000;
+    for (int k = 0; k < kBursts; ++k) {
+      std::vector<int> lags(static_cast<size_t>(burst));
+      for (auto& l : lags) l = static_cast<int>(rng() % 3);
+      std::vector<int> push_at;
+      for (int d = 0; d < burst; ++d) {
+        if (rng() % 3 == 0) push_at.push_back(d);
+      }
+      if (push_at.empty()) push_at.push_back(burst - 1);
+      std::array<int64_t, kReplicas> free_cache{};
+      for (auto& f : free_cache) f = 1000 + static_cast<int64_t>(rng() % 1000);
+      const Result r = run(2, burst, 0, true, 3, {}, false, lags, push_at, free_cache);
+      ASSERT_TRUE(within_2(r.worst)) << "burst " << burst << ", schedule " << k << ": " << state(r.worst);
+      ASSERT_EQ(sum(r.fleet), burst);
+      within += within_1_5(r.worst) ? 1 : 0;
+    }
+    fmt::print("burst of {}: {} of {} random feed timings within 1.5x\n", burst, within, kBursts);
+  }
 }
 
 }  // namespace
