@@ -34,7 +34,7 @@ struct RouteRequest {
   // burst_window_ms: the burst guard's bar rises with it (CacheAwareConfig::burst_rate_factor).
   double group_expected = 0;
   uint64_t random = 0; // fresh random bits for this decision
-  uint64_t group = 0;  // the prompt group's key (its first kGroupTokens), 0 = none: picks its home holder
+  uint64_t group = 0;  // the prompt group's key (its first kGroupTokens), 0 = none: starts the instances' tie rotation
   // Every peer instance's decisions are in the loads and work (keel router --peer, all feeds live): no
   // --instance estimate; ties among several instances split by nth_tied (policy_cache_aware.cc).
   bool synced = false;

@@ -82,19 +82,18 @@
 // Peer sync (RouteRequest::synced: every --peer feed live, so the loads and work hold every instance's decisions
 // up to the feeds' lag of a decision or two): instances deciding within that lag still see the same view, so among
 // the k candidates tied for a pick (equal holders by work and load, in a burst by load alone; spill targets;
-// free-cache picks), listed in the
-// group's rotation (from the group's hash: the same list on every instance), instance i of n takes the one at
-// i x (k - 1) / (n - 1) (two instances: the two ends, so one of them may decide twice before it sees the other's
-// pick without meeting it; the (i mod k)-th did meet it, 3 3 4 2 on the device). The
-// rotation offset by i x replicas / n used without sync sends two instances to the same replica whenever both
-// offsets precede the same tied candidate (k = 2 of 4); the i-th of the tied list never does while k >= n.
+// free-cache picks), listed in the group's rotation (from the group's hash: the same list on every instance),
+// instance i of n takes the one at i x (k - 1) / (n - 1) (two instances: the two ends, so one of them may decide
+// twice before it sees the other's pick without meeting it; the (i mod k)-th did meet it, 3 3 4 2 on the device).
+// The rotation offset by i x replicas / n used without sync sends two instances to the same replica whenever both
+// offsets precede the same tied candidate (k = 2 of 4); the i-th of the tied list never does while k >= n. And no
+// warm queue past the count bound while the other instances' unseen arrivals could make it a burst (near_burst).
 #include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
 #include <optional>
-#include <vector>
 
 #include "base/counter_rng.h"
 #include "router/policy.h"
@@ -110,11 +109,6 @@ class CacheAware final : public Policy {
 
   Pick pick(const RouteRequest& req, std::span<const CandidateView> c) override {
     if (c.empty()) return {};
-    return decide(req, c);
-  }
-
- private:
-  Pick decide(const RouteRequest& req, std::span<const CandidateView> c) {
     // The bound is over the replicas that compete on equal terms: the local ones when there are any
     // (an idle remote replica must not pin the least load at 0). Raw loads, i.e. real requests; the
     // region penalty only enters a remote candidate's own load.
@@ -210,6 +204,7 @@ class CacheAware final : public Policy {
     return {.index = roomiest, .decision = spilled ? Decision::kImbalance : Decision::kFreeCache};
   }
 
+ private:
   // A burst: the bar's arrivals of the group within the window, and the group holds at least burst_share
   // of the in-scope requests in flight (a Poisson clump of one group among many is not one).
   // The bar: burst_arrivals, raised by what the group's own rate makes usual in the window.
