@@ -168,8 +168,6 @@ ReplicaPtr ProxyRequest::choose() {
   if (has_group_) {
     group_recent = synced ? svc_.group_recent_locked(group_, now_ms - window_ms, true)
                           : instances * svc_.group_recent_locked(group_, now_ms - window_ms);
-  }
-  if (has_group_) {
     group_recent = std::max(group_recent, svc_.index().announced_since(group_index_, group_, t0 - window_ms * 1000));
   }
   const double group_expected = has_group_ ? svc_.group_expected_locked(group_, now_ms, window_ms, group_recent) : 0;
