@@ -5,7 +5,8 @@
 #include <iterator>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
+
+#include "router/json_string.h"
 
 namespace keel::router {
 
@@ -32,11 +33,12 @@ void DecisionLog::write(const DecisionRecord& rec, std::span<const CandidateView
   for (size_t i = 0; i < views.size() && i < replicas.size(); ++i) {
     const CandidateView& v = views[i];
     const Replica& r = *replicas[i];
-    const std::string url =
-        nlohmann::json(r.url).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);  // may hold any byte
-    fmt::format_to(out, R"({}{{"url":{},"load":{},"work":{},"match":{},"free":{},"own":{},"peers":{}}})",
-                   i == 0 ? "" : ",", url, v.load, v.work, v.match, v.free_cache,
-                   r.in_flight.load(std::memory_order_relaxed), r.peer_in_flight.load(std::memory_order_relaxed));
+    if (i > 0) line_ += ',';
+    line_ += R"({"url":)";
+    append_json_string(line_, r.url);  // a URL may hold any byte after host:port
+    fmt::format_to(out, R"(,"load":{},"work":{},"match":{},"free":{},"own":{},"peers":{}}})", v.load, v.work, v.match,
+                   v.free_cache, r.in_flight.load(std::memory_order_relaxed),
+                   r.peer_in_flight.load(std::memory_order_relaxed));
   }
   line_ += "]}\n";
   std::fwrite(line_.data(), 1, line_.size(), file_);

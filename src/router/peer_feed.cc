@@ -5,25 +5,13 @@
 #include <string_view>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
+#include "router/json_string.h"
 #include "server/http/sse.h"
 
 namespace keel::router {
 
 namespace {
-
-// Appends `"text"` as a JSON string (escaping quotes, backslashes and control bytes; a replica URL has none).
-void append_json_string(std::string& out, std::string_view text) {
-  if (text.find_first_of("\"\\") == std::string_view::npos &&
-      std::none_of(text.begin(), text.end(), [](char ch) { return static_cast<unsigned char>(ch) < 0x20; })) {
-    out += '"';
-    out += text;
-    out += '"';
-    return;
-  }
-  out += nlohmann::json(std::string(text)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
 
 // `event: <event>` and `data: {"url":...,"in_flight":n,"work":w[,"group":g]}`, appended to out.
 void append_event(std::string& out, std::string_view event, const Replica& r, const uint64_t* group) {
