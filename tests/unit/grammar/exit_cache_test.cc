@@ -17,6 +17,7 @@
 #include "grammar/grammar_store.h"
 #include "grammar/matcher.h"
 #include "unit/grammar/mask_reference.h"
+#include "unit/grammar/mask_walk.h"
 
 namespace keel::grammar::test {
 namespace {
@@ -34,21 +35,9 @@ Run check(const RealVocab& v, const std::string& schema, const std::string& inst
   auto masks = store.get_or_compile({.kind = kind, .source = schema});
   EXPECT_TRUE(masks.ok()) << schema;
   if (!masks.ok()) return r;
-  const std::vector<int32_t> ids = v.tok->encode(instance, {.add_special = false, .parse_special = false});
-  std::vector<uint32_t> mask((*masks)->n_mask_words());
   GrammarMatcher m(*masks);
-  std::string prefix;
-  for (size_t i = 0; i <= ids.size(); ++i) {
-    m.fill_mask(mask);
-    const int diff = count_differences(mask, reference_mask((*masks)->grammar(), *v.trie, prefix));
-    EXPECT_EQ(diff, 0) << schema << " step " << i << " after '" << prefix << "'";
-    if (diff != 0) return r;
-    ++r.masks;
-    if (i == ids.size()) break;
-    EXPECT_TRUE(m.accept_token(ids[i])) << schema << " step " << i;
-    prefix += v.trie->vocab().token_bytes[ids[i]];
-  }
-  EXPECT_TRUE(m.can_end()) << schema;
+  walk_once(m, **masks, v, instance, schema, 1, &r.masks);
+  if (::testing::Test::HasFatalFailure()) return r;
   r.count_walks = m.count_walks();
   r.hits = m.exit_cache_hits();
   return r;

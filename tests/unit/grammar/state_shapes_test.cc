@@ -19,6 +19,7 @@
 #include "grammar/matcher.h"
 #include "grammar/state_shapes.h"
 #include "unit/grammar/mask_reference.h"
+#include "unit/grammar/mask_walk.h"
 
 namespace keel::grammar::test {
 namespace {
@@ -31,21 +32,11 @@ uint64_t check(const RealVocab& v, const std::string& source, const std::vector<
   auto masks = store.get_or_compile({.kind = kind, .source = source});
   EXPECT_TRUE(masks.ok()) << source;
   if (!masks.ok()) return 0;
+  int n_compared = 0;
   for (const std::string& instance : instances) {
-    const std::vector<int32_t> ids = v.tok->encode(instance, {.add_special = false, .parse_special = false});
-    std::vector<uint32_t> mask((*masks)->n_mask_words());
     GrammarMatcher m(*masks);
-    std::string prefix;
-    for (size_t i = 0; i <= ids.size(); ++i) {
-      m.fill_mask(mask);
-      const int diff = count_differences(mask, reference_mask((*masks)->grammar(), *v.trie, prefix));
-      EXPECT_EQ(diff, 0) << source << " step " << i << " after '" << prefix << "'";
-      if (diff != 0) return 0;
-      if (i == ids.size()) break;
-      EXPECT_TRUE(m.accept_token(ids[i])) << source << " step " << i;
-      prefix += v.trie->vocab().token_bytes[ids[i]];
-    }
-    EXPECT_TRUE(m.can_end()) << instance;
+    walk_once(m, **masks, v, instance, source, 1, &n_compared);
+    if (::testing::Test::HasFatalFailure()) return 0;
   }
   const StateShapes* shapes = (*masks)->states().shapes();
   EXPECT_NE(shapes, nullptr);
