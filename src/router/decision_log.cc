@@ -24,7 +24,7 @@ Status DecisionLog::open(const std::string& path) {
 }
 
 void DecisionLog::write(const DecisionRecord& rec, std::span<const CandidateView> views,
-                        std::span<const Replica* const> replicas) {
+                        std::span<const ReplicaPtr* const> replicas) {
   line_.clear();
   auto out = std::back_inserter(line_);
   fmt::format_to(out, R"({{"t_us":{},"group":{},"synced":{},"recent":{},"group_in_flight":{},"pick":{},)", rec.t_us,
@@ -32,7 +32,7 @@ void DecisionLog::write(const DecisionRecord& rec, std::span<const CandidateView
   fmt::format_to(out, R"("decision":"{}","c":[)", decision_name(rec.pick.decision));
   for (size_t i = 0; i < views.size() && i < replicas.size(); ++i) {
     const CandidateView& v = views[i];
-    const Replica& r = *replicas[i];
+    const Replica& r = **replicas[i];
     if (i > 0) line_ += ',';
     line_ += R"({"url":)";
     append_json_string(line_, r.url);  // a URL may hold any byte after host:port

@@ -37,9 +37,10 @@ class DecisionLog {
   // Opens (appends to) `path`; an empty path leaves the log off.
   Status open(const std::string& path);
   bool on() const { return file_ != nullptr; }
-  // One line: `views[i]` is the policy's view of `replicas[i]` (own and peers' in-flight counts added
+  // One line: `views[i]` is the policy's view of `*replicas[i]` (own and peers' in-flight counts added
   // from the replica). Call only when on().
-  void write(const DecisionRecord& rec, std::span<const CandidateView> views, std::span<const Replica* const> replicas);
+  void write(const DecisionRecord& rec, std::span<const CandidateView> views,
+             std::span<const ReplicaPtr* const> replicas);
 
  private:
   std::FILE* file_ = nullptr;

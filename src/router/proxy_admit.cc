@@ -182,16 +182,13 @@ ReplicaPtr ProxyRequest::choose() {
                                  views);
   if (pick.index < 0) return nullptr;
   if (svc_.decision_log().on()) {
-    std::vector<const Replica*> reps;
-    reps.reserve(cands.size());
-    for (const ReplicaPtr* r : cands) reps.push_back(r->get());
     svc_.decision_log().write({.t_us = t0,
                                .group = has_group_ ? group_ : 0,
                                .synced = synced,
                                .group_recent = group_recent,
                                .group_in_flight = group_in_flight,
                                .pick = pick},
-                              views, reps);
+                              views, cands);
   }
   ReplicaPtr chosen = *cands[static_cast<size_t>(pick.index)];
   chosen->in_flight.fetch_add(1, std::memory_order_relaxed);  // taken off in release_replica
