@@ -164,7 +164,7 @@ struct CacheAwareConfig {
   // instances = n > 1: a request this instance sent since the replica's last push counts n times
   // (the other instances are assumed to have sent as many meanwhile; Replica::load), the group's
   // arrivals this instance saw count n times in the burst guard (it sees 1/n of them), and ties
-  // (equal work, load and match; free cache within 1/8) go to the replicas in a rotation started at
+  // (equal work, load and match; free cache within 1/2) go to the replicas in a rotation started at
   // instance x replicas / n, so the instances' simultaneous picks interleave. 1/1: the single router.
   int64_t instance = 0;
   int64_t instances = 1;
