@@ -14,13 +14,14 @@ connections, the router core mostly idle: what a request pays, not queueing). --
 the routers N times. --baseline-keel B also measures another keel binary (e.g. a build from before a
 change) with --baseline-upstream-threads, in the same run. --peer-feed subscribes a reader to the keel
 router's GET /v1/router/peer_feed (as a peer instance would, docs/router.md) for its runs, so every
-decision and completion also emits a peer event: the cost of exact peer sync on the proxy path.
+decision and completion also emits a peer event: the cost of exact peer sync on the proxy path;
+--baseline-peer-feed does the same for the baseline keel (two builds' peer feeds compared).
 --keel-args "FLAGS" adds flags to the keel router under test only (e.g. --http-threads 2).
 
 Usage: bench/bench_router.py [--build build] [--sglang-router PYTHON] [--seconds 5] [--connections 8]
          [--router-cpu C --other-cpus LIST] [--peak-procs 4 --peak-connections 16] [--repeat N]
          [--low-connections 1] [--upstream-threads 0] [--baseline-keel BIN] [--no-decision]
-         [--peer-feed] [--keel-args "FLAGS"]
+         [--peer-feed] [--baseline-peer-feed] [--keel-args "FLAGS"]
   --sglang-router: a python that has sglang-router installed (pip install sglang-router==0.3.2).
 """
 import argparse
@@ -118,7 +119,7 @@ def run_router(kind, build, bport, a, results):
         timeout = 120
     try:
         wait_http(f"http://127.0.0.1:{port}/health", timeout)
-        if kind == "keel" and a.peer_feed:
+        if (kind == "keel" and a.peer_feed) or (kind == "baseline" and a.baseline_peer_feed):
             name += " + a peer subscribed"
             threading.Thread(target=drain_peer_feed, args=(port,), daemon=True).start()
             wait_subscribed(port)
@@ -181,6 +182,8 @@ def main() -> None:
                     help="keel router --upstream-threads (0: upstream sockets on the front end's thread)")
     ap.add_argument("--baseline-keel", default="", help="another keel binary to measure in the same run")
     ap.add_argument("--baseline-upstream-threads", type=int, default=1)
+    ap.add_argument("--baseline-peer-feed", action="store_true",
+                    help="a peer feed reader for the baseline keel too (--peer-feed is for the keel under test)")
     ap.add_argument("--no-decision", action="store_true", help="skip bench_router_decision")
     ap.add_argument("--keel-args", default="",
                     help="more flags for the keel router under test (not the baseline), e.g. --http-threads 2")

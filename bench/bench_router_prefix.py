@@ -36,6 +36,7 @@ Usage: bench/bench_router_prefix.py [--build build] [--groups 8] [--per-group 6]
          [--model PATH] [--load-format dummy] [--threads N] [--replica-cpus A-B,...] [--router-cpus A-B]
          [--client-cpus A-B] [--arrivals poisson --rate R | --load F] [--variant NAME=ARGS] [--out FILE]
          [--trace] [--zipf S] [--turns T] [--mid-burst N] [--kv-tokens N] [--routers N] [--decision-logs DIR]
+         [--router-upstream-threads N]
 
 High availability (--routers N): N instances of the router under test, as a deployment behind a load
 balancer runs them, on the same replicas with the same flags (keel: each instance subscribes to every
@@ -453,7 +454,11 @@ def run_policy(keel, replicas, args, extra, reqs, times, sources=None):
             cmd += [a for k, p in enumerate(ports) if k != i for a in ("--peer", f"http://127.0.0.1:{p}")]
         if args.decision_logs:  # keel: every decision of instance i as JSON lines (docs/router.md)
             cmd += ["--decision-log", str(pathlib.Path(args.decision_logs) / f"run{RUNS[0]}_instance{i}.jsonl")]
-        return cmd + (["--http-threads", "1", "--upstream-threads", "1"] if args.router_cpus else [])
+        if args.router_cpus:  # one io thread; --router-upstream-threads N > 0: N upstream threads too (Sessions <= 11: 1)
+            cmd += ["--http-threads", "1"]
+            if "--upstream-threads" not in extra:
+                cmd += ["--upstream-threads", str(args.router_upstream_threads)]
+        return cmd
     # --routers N: N independent instances, same flags and replicas (keel: each subscribes to every
     # replica's cache feed itself, and to every other instance's peer feed), the router CPUs split between
     # them; the client spreads over them.
@@ -542,7 +547,10 @@ def main():
     ap.add_argument("--threads", type=int, default=1, help="compute threads per replica")
     ap.add_argument("--kv-tokens", type=int, default=4096)
     ap.add_argument("--replica-cpus", default="", help="one CPU range per replica, e.g. 0-2,3-5,6-8,9-11")
-    ap.add_argument("--router-cpus", default="", help="CPUs for the router under test (keel: 1 http + 1 upstream thread)")
+    ap.add_argument("--router-cpus", default="", help="CPUs for the router under test (keel: 1 http thread, --router-upstream-threads)")
+    ap.add_argument("--router-upstream-threads", type=int, default=0,
+                    help="with --router-cpus: keel's --upstream-threads (0, keel's default: the upstream sockets and the "
+                         "peer links on the one http thread; Sessions 4-11 ran 1)")
     ap.add_argument("--routers", type=int, default=1,
                     help="instances of the router under test (high availability): --router-cpus split between "
                          "them, requests to them round-robin by index")

@@ -40,6 +40,9 @@ void PeerFeed::subscribe(const server::http::ExchangePtr& ex, const ReplicaList&
   }
   n_subs_.fetch_add(1, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_seq_cst);  // before the snapshot reads (PeerFeed::active)
+  // Writes run at once when the flush already runs on this connection's strand (peer_feed.h); the
+  // head and the snapshot below then go out here, before any flush can write an event.
+  ex->dispatch_when_on_strand();
   ex->begin_stream(200, "text/event-stream", {{"Cache-Control", "no-cache"}});
   // Events pending for the others come first (the new subscriber's snapshot already holds them).
   if (!pending_.empty()) {
@@ -53,17 +56,25 @@ void PeerFeed::subscribe(const server::http::ExchangePtr& ex, const ReplicaList&
 }
 
 void PeerFeed::emit(const char* event, const Replica& r, const uint64_t* group) {
-  std::lock_guard lock(mu_);
-  if (subs_.empty()) return;
-  append_event(pending_, event, r, group);
-  if (flush_posted_) return;
-  // Runs on a live subscriber's connection strand once the posting thread is free (after the handler that
-  // routed): every event made meanwhile goes out in one push per subscriber. A post to a connection that
-  // closes before it runs is dropped; the heartbeat then pushes what waits (within a second).
+  server::http::ExchangePtr target;
+  {
+    std::lock_guard lock(mu_);
+    if (subs_.empty()) return;
+    append_event(pending_, event, r, group);
+    if (flush_posted_) return;  // the flush on its way takes this event too
+    target = flush_target();
+    if (!target) return;
+    flush_posted_ = true;
+  }
+  // Runs now when this thread is on the target's strand (one io thread: a decision's handler), else
+  // after the posting thread is free; every event made meanwhile goes out in that flush. A post to a
+  // connection that closes before it runs is dropped; the heartbeat then posts another (within a second).
+  target->post([this] { flush(); });
+}
+
+server::http::ExchangePtr PeerFeed::flush_target() const {
   auto live = std::find_if(subs_.begin(), subs_.end(), [](const Subscriber& s) { return !s.gone->load(); });
-  if (live == subs_.end()) return;
-  flush_posted_ = true;
-  live->exchange->post([this] { flush(); });
+  return live == subs_.end() ? nullptr : live->exchange;
 }
 
 void PeerFeed::flush() {
@@ -77,15 +88,20 @@ void PeerFeed::flush() {
 }
 
 void PeerFeed::heartbeat() {
-  std::lock_guard lock(mu_);
-  if (!pending_.empty()) {  // a flush posted to a connection that went away never ran
-    for (const auto& s : subs_) s.exchange->push(pending_);
-    pending_.clear();
+  server::http::ExchangePtr target;
+  {
+    std::lock_guard lock(mu_);
+    std::erase_if(subs_, [](const Subscriber& s) { return s.gone->load(); });
+    n_subs_.store(static_cast<int64_t>(subs_.size()), std::memory_order_relaxed);
+    for (const auto& s : subs_) s.exchange->push(":\n\n");
+    // Events still pending: the flush posted for them went to a connection that closed first. They go
+    // out through a flush like any other, so that every subscriber gets its events in the order made.
+    if (!pending_.empty()) {
+      target = flush_target();
+      flush_posted_ = target != nullptr;
+    }
   }
-  flush_posted_ = false;
-  std::erase_if(subs_, [](const Subscriber& s) { return s.gone->load(); });
-  n_subs_.store(static_cast<int64_t>(subs_.size()), std::memory_order_relaxed);
-  for (const auto& s : subs_) s.exchange->push(":\n\n");
+  if (target) target->post([this] { flush(); });
 }
 
 void PeerFeed::close() {

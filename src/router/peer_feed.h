@@ -7,8 +7,14 @@
 // heartbeat each second. Values are absolute: a lost or reordered event is healed by the next.
 // Events are formatted under one mutex that also reads the figures, so a subscriber's last event per
 // replica always carries the current value; they are appended to one pending buffer that a single
-// posted flush hands to every subscriber (one write for all the events a busy io thread made before
-// the flush ran, not one per event). Any thread; the no-subscriber path is a fence and one atomic load.
+// flush hands to every subscriber (one write for all the events a busy io thread made before the
+// flush ran, not one per event). The flush runs on a subscriber's connection strand: at once when the
+// event's thread already runs there (one io thread, the default layout: the route event leaves within
+// its decision's handler), else posted. Posted, a decision's event waited behind every handler queued
+// before it, the rest of a burst's decisions: 0.3-0.9 ms on the device (docs/performance.md Session 12),
+// longer than the gaps between two instances' decisions. At most one flush is on its way at a time, so
+// every subscriber gets the events in the order made. Any thread; the no-subscriber path is a fence and
+// one atomic load.
 #pragma once
 
 #include <atomic>
@@ -49,6 +55,8 @@ class PeerFeed {
   }
   void emit(const char* event, const Replica& r, const uint64_t* group);
   void flush();
+  // The first live subscriber (its strand runs the flush); null when none. Under mu_.
+  server::http::ExchangePtr flush_target() const;
 
   struct Subscriber {
     server::http::ExchangePtr exchange;

@@ -1,7 +1,7 @@
 // One request/response exchange on a connection, as a route handler sees it. The handler answers
 // once with respond(), or opens a chunked stream (begin_stream, push..., end_stream). Every method is
-// thread-safe: calls are posted to the connection's strand, in call order per calling thread, and
-// become no-ops once the exchange has ended or the connection is gone. Implemented in http/server.cc.
+// thread-safe: calls are posted to the connection's strand (or run at once after
+// dispatch_when_on_strand), in call order per calling thread, and become no-ops once the exchange has ended or the connection is gone. Implemented in http/server.cc.
 #pragma once
 
 #include <functional>
@@ -30,6 +30,12 @@ class Exchange {
   // Runs `fn` on the connection's strand (serialised with the writes above); dropped if the
   // connection is gone. Lets a producer on another thread do its formatting off its own thread.
   virtual void post(std::function<void()> fn) = 0;
+
+  // From now on the calls above run at once when the caller already runs on the connection's strand
+  // (with one io thread: on that thread), and are posted otherwise. For a producer that writes with
+  // the least delay and keeps its calls in order itself (the router's peer feed: a posted write waits
+  // behind every handler queued before it, a burst's other decisions). Off by default.
+  virtual void dispatch_when_on_strand() {}
 
   // Registers the callback run (once, on the strand) when the client disconnects before the exchange
   // ends: read EOF/reset while the request is in flight, a failed write, or a stream buffer overflow.

@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -100,6 +101,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void run_on_strand(Fn&& fn) {
     net::post(stream_.get_executor(), std::forward<Fn>(fn));
   }
+  // Runs fn now when the caller is on this connection's strand, else posts it.
+  template <typename Fn>
+  void dispatch_on_strand(Fn&& fn) {
+    net::dispatch(stream_.get_executor(), std::forward<Fn>(fn));
+  }
 
   // On the strand. Called by stop(): idle connections close now, busy ones after their response.
   void on_server_stop() {
@@ -179,8 +185,9 @@ class ExchangeImpl final : public Exchange {
     with_conn([seq = seq_](Connection& c) { c.end_stream(seq); });
   }
   void post(std::function<void()> fn) override {
-    if (auto c = conn_.lock()) c->run_on_strand([c, fn = std::move(fn)] { fn(); });
+    with_conn([fn = std::move(fn)](Connection&) { fn(); });
   }
+  void dispatch_when_on_strand() override { dispatch_.store(true, std::memory_order_relaxed); }
   void on_disconnect(std::function<void()> fn) override {
     if (auto c = conn_.lock()) {
       c->run_on_strand([c, seq = seq_, fn = std::move(fn)]() mutable { c->set_disconnect(seq, std::move(fn)); });
@@ -192,10 +199,17 @@ class ExchangeImpl final : public Exchange {
  private:
   template <typename Fn>
   void with_conn(Fn&& fn) {
-    if (auto c = conn_.lock()) c->run_on_strand([c, fn = std::forward<Fn>(fn)]() mutable { fn(*c); });
+    auto c = conn_.lock();
+    if (!c) return;
+    if (dispatch_.load(std::memory_order_relaxed)) {
+      c->dispatch_on_strand([c, fn = std::forward<Fn>(fn)]() mutable { fn(*c); });
+    } else {
+      c->run_on_strand([c, fn = std::forward<Fn>(fn)]() mutable { fn(*c); });
+    }
   }
 
   std::weak_ptr<Connection> conn_;
+  std::atomic<bool> dispatch_{false};
   uint64_t seq_;
   std::shared_ptr<std::atomic<ExchangeEnd>> end_;
 };

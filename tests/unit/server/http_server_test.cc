@@ -241,6 +241,46 @@ TEST_P(HttpServerTest, StreamPushedFromAnotherThreadArrivesInOrderAndKeepsTheCon
   EXPECT_EQ(again->status, 200);
 }
 
+// dispatch_when_on_strand (the router's peer feed): a push made on the stream's own strand is written
+// before the code that made it returns; without it, the push waits behind that code (here: for it to see
+// the push, so the handler answers "late" after 1 s). Both ways are checked, so each can fail.
+TEST_P(HttpServerTest, DispatchedPushLeavesBeforeTheHandlerThatMadeItReturns) {
+  for (bool dispatch : {true, false}) {
+    std::promise<ExchangePtr> feed_exchange;
+    std::atomic<bool> seen{false};
+    Router r;
+    r.add("GET", "/feed", [&](HttpRequest&&, const ExchangePtr& ex) {
+      if (dispatch) ex->dispatch_when_on_strand();
+      ex->begin_stream(200, "text/event-stream", {});
+      feed_exchange.set_value(ex);
+    });
+    ExchangePtr feed;
+    r.add("GET", "/poke", [&](HttpRequest&&, const ExchangePtr& ex) {
+      feed->post([&seen, feed, ex] {  // on the feed's strand (one io thread: at once, dispatched)
+        feed->push(sse_event("poke"));
+        const auto until = std::chrono::steady_clock::now() + 1s;
+        while (!seen.load() && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(1ms);
+        ex->respond(HttpResponse{.status = 200, .content_type = "text/plain", .body = seen.load() ? "seen" : "late"});
+      });
+    });
+    HttpServer server(test_config(), std::move(r));
+    ASSERT_TRUE(server.start().ok());
+    RawClient a(server.port()), b(server.port());
+    ASSERT_TRUE(a.send(test::get("/feed")));
+    feed = feed_exchange.get_future().get();
+    ASSERT_TRUE(a.read_until([](const std::string& buf) { return buf.find("\r\n\r\n") != std::string::npos; }));
+    ASSERT_TRUE(b.send(test::get("/poke")));
+    const bool got = a.read_until([](const std::string& buf) { return buf.find("data: poke") != std::string::npos; }, 500);
+    seen.store(got);
+    auto answer = b.read_response();
+    ASSERT_TRUE(answer.has_value());
+    EXPECT_EQ(got, dispatch) << "dispatch " << dispatch;
+    EXPECT_EQ(answer->body, dispatch ? "seen" : "late") << "dispatch " << dispatch;
+    feed->end_stream();
+    server.stop();
+  }
+}
+
 TEST_P(HttpServerTest, ClientDisconnectMidStreamFiresTheCallbackAtOnce) {
   Fixture f;
   HttpServer server(test_config(), f.router());
