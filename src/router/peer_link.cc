@@ -1,76 +1,270 @@
-// One long-lived GET /v1/router/peer_feed per `--peer` (peer_feed.h has the stream): its events go to
-// the service's PeerView (the peers' in-flight count and work per replica) and its route events' groups
-// to the burst guard (RouterService::add_peer_arrival). A lost connection, a non-200 answer, a stream
-// silent past kPeerIdleTimeoutMs (the peer sends a heartbeat each second) or an oversized event drops
-// the peer's contribution at once (decisions fall back to the --instance estimate) and reconnects after
-// kReconnectMs; malformed events are dropped one by one. Runs on the upstream client's threads.
+#include "router/peer_link.h"
+
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/write.hpp>
+
+#include "base/clock.h"
 #include "base/log.h"
 #include "router/service.h"
-#include "router/sse_reader.h"
 
 namespace keel::router {
 
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
 namespace {
 
-constexpr int64_t kReconnectMs = 100;
-constexpr int32_t kPeerIdleTimeoutMs = 3000;
+constexpr int64_t kPeerReconnectMs = 100;
+constexpr int64_t kPeerIdleTimeoutMs = 3000;
 constexpr size_t kMaxPeerEventBytes = 64 << 10;
+constexpr size_t kMaxHeadBytes = 16 << 10;
+constexpr int kMaxReadsPerDrain = 64;  // 1 MiB: a drain never reads for long
 
-struct LinkState {
-  RouterService* svc;
-  size_t peer;
-  SseReader reader;
-  int status = 0;
-  bool ended = false;
-  std::shared_ptr<UpstreamCall> call;
-};
+int64_t now_ms() { return now_us() / 1000; }
 
-void end_link(LinkState& st, const std::string& why) {
-  if (st.ended) return;
-  st.ended = true;
-  if (st.call) st.call->cancel();
-  RouterService& svc = *st.svc;
-  const bool was_live = svc.peers().live(st.peer);
-  svc.peers().drop(st.peer, *svc.replicas().snapshot());
-  if (was_live) KEEL_LOG_WARN("peer {} lost: {}", svc.peers().url(st.peer), why);
-  if (svc.stopping()) return;
-  svc.upstream().run_after(kReconnectMs, [s = st.svc, p = st.peer] { run_peer_link(*s, p); });
-}
-
-void apply_link_event(LinkState& st, const ReplicaList& list, const SseEvent& ev) {
-  RouterService& s = *st.svc;
-  uint64_t group = 0;
-  const PeerApply a = s.peers().apply(st.peer, ev, list, &group);
-  if (a == PeerApply::kApplied && group != 0) s.add_peer_arrival(group);
-  if (a == PeerApply::kApplied && ev.event == "reset") KEEL_LOG_INFO("peer {} live", s.peers().url(st.peer));
-  if (a == PeerApply::kMalformed || a == PeerApply::kUnknownReplica) s.count_peer_dropped();
-}
-
-void on_link_data(LinkState& st, std::string_view bytes) {
-  if (st.ended) return;
-  if (st.status != 200) return end_link(st, "answered " + std::to_string(st.status));
-  auto list = st.svc->replicas().snapshot();
-  if (!st.reader.feed(
-          bytes, [&](const SseEvent& ev) { apply_link_event(st, *list, ev); }, kMaxPeerEventBytes)) {
-    end_link(st, "oversized event");
-  }
+bool has_chunked_encoding(std::string_view head) {
+  std::string lower(head);
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  return lower.find("\r\ntransfer-encoding: chunked") != std::string::npos;
 }
 
 }  // namespace
 
-void run_peer_link(RouterService& svc, size_t peer) {
-  if (svc.stopping()) return;
-  auto st = std::make_shared<LinkState>(LinkState{.svc = &svc, .peer = peer});
-  UpstreamRequest req{.method = "GET",
-                      .target = "/v1/router/peer_feed",
-                      .first_byte_timeout_ms = kPeerIdleTimeoutMs,
-                      .idle_timeout_ms = kPeerIdleTimeoutMs};
-  st->call = svc.upstream().send(
-      svc.peer_endpoint(peer), std::move(req),
-      {.on_head = [st](int status, const HeaderList&) { st->status = status; },
-       .on_data = [st](std::string_view bytes) { on_link_data(*st, bytes); },
-       .on_done = [st](UpstreamFailure,
-                       const std::string& message) { end_link(*st, message.empty() ? "closed" : message); }});
+// The io objects, on one strand of the upstream client's io_context. Every handler holds a reference,
+// so they are destroyed either with the last handler (at the latest when that io_context goes) or by
+// stop() while it still exists.
+struct PeerLink::Conn {
+  explicit Conn(net::io_context& ioc)
+      : strand(net::make_strand(ioc)), socket(strand), resolver(strand), idle(strand), retry(strand) {}
+  net::strand<net::io_context::executor_type> strand;
+  tcp::socket socket;
+  tcp::resolver resolver;
+  net::steady_timer idle, retry;
+  std::string request;
+};
+
+PeerLink::PeerLink(RouterService& svc, size_t peer) : svc_(svc), peer_(peer) {}
+
+PeerLink::~PeerLink() = default;
+
+void PeerLink::start() {
+  conn_ = std::make_shared<Conn>(svc_.upstream().io_context());
+  const Endpoint& ep = svc_.peer_endpoint(peer_);
+  conn_->request = fmt::format(
+      "GET /v1/router/peer_feed HTTP/1.1\r\nHost: {}:{}\r\nAccept: text/event-stream\r\nUser-Agent: "
+      "keel-router\r\n\r\n",
+      ep.host, ep.port);
+  net::post(conn_->strand, [self = shared_from_this()] { self->connect(); });
+}
+
+void PeerLink::connect() {
+  if (stopped_.load() || svc_.stopping() || !conn_) return;
+  uint64_t gen = 0;
+  {
+    std::lock_guard lock(mu_);
+    gen = ++generation_;
+    fd_ = -1;
+    in_head_ = true;
+    chunked_ = false;
+    head_.clear();
+    chunks_ = ChunkedDecoder{};
+    reader_ = SseReader{};
+  }
+  auto c = conn_;
+  const Endpoint& ep = svc_.peer_endpoint(peer_);
+  c->resolver.async_resolve(
+      ep.host, std::to_string(ep.port),
+      [self = shared_from_this(), c, gen](boost::system::error_code ec, const tcp::resolver::results_type& results) {
+        if (ec) return self->fail(gen, "resolve: " + ec.message());
+        net::async_connect(c->socket, results, [self, c, gen](boost::system::error_code cec, const tcp::endpoint&) {
+          if (cec) return self->fail(gen, "connect: " + cec.message());
+          boost::system::error_code ignored;
+          c->socket.set_option(tcp::no_delay(true), ignored);
+          net::async_write(c->socket, net::buffer(c->request), [self, c, gen](boost::system::error_code wec, size_t) {
+            if (wec) return self->fail(gen, "write: " + wec.message());
+            boost::system::error_code nb;
+            c->socket.non_blocking(true, nb);
+            if (nb) return self->fail(gen, "non-blocking: " + nb.message());
+            {
+              std::lock_guard lock(self->mu_);
+              if (gen != self->generation_) return;
+              self->fd_ = c->socket.native_handle();
+            }
+            self->last_data_ms_.store(now_ms());
+            self->arm_read(gen);
+            self->check_idle(gen);
+            self->drain();  // the answer's first bytes may be here already
+          });
+        });
+      });
+}
+
+void PeerLink::arm_read(uint64_t gen) {
+  auto c = conn_;
+  if (!c) return;
+  c->socket.async_wait(tcp::socket::wait_read, [self = shared_from_this(), c, gen](boost::system::error_code ec) {
+    {
+      std::lock_guard lock(self->mu_);
+      if (gen != self->generation_) return;
+    }
+    if (ec) return self->fail(gen, ec.message());
+    // The next wait first: the socket's readiness is edge-triggered, so bytes arriving after this
+    // drain's last read would otherwise wake nothing until the next ones.
+    self->arm_read(gen);
+    self->drain();
+  });
+}
+
+void PeerLink::check_idle(uint64_t gen) {
+  auto c = conn_;
+  if (!c) return;
+  c->idle.expires_after(std::chrono::milliseconds(kPeerIdleTimeoutMs / 3));
+  c->idle.async_wait([self = shared_from_this(), c, gen](boost::system::error_code ec) {
+    if (ec) return;
+    {
+      std::lock_guard lock(self->mu_);
+      if (gen != self->generation_) return;
+    }
+    if (now_ms() - self->last_data_ms_.load() > kPeerIdleTimeoutMs) {
+      return self->fail(gen, fmt::format("silent for {} ms", kPeerIdleTimeoutMs));
+    }
+    self->check_idle(gen);
+  });
+}
+
+void PeerLink::drain() {
+  std::string why;
+  uint64_t gen = 0;
+  {
+    std::lock_guard lock(mu_);
+    if (fd_ < 0) return;
+    gen = generation_;
+    if (read_available(&why)) return;
+  }
+  // The socket and timers are the strand's: the connection is closed there.
+  if (auto c = conn_) net::post(c->strand, [self = shared_from_this(), gen, why] { self->fail(gen, why); });
+}
+
+bool PeerLink::read_available(std::string* why) {
+  char buf[16 << 10];
+  for (int k = 0; k < kMaxReadsPerDrain; ++k) {
+    const ssize_t n = ::recv(fd_, buf, sizeof(buf), MSG_DONTWAIT);
+    if (n > 0) {
+      last_data_ms_.store(now_ms(), std::memory_order_relaxed);
+      if (!feed(std::string_view(buf, static_cast<size_t>(n)), why)) return false;
+      continue;
+    }
+    if (n == 0) {
+      *why = "closed";
+      return false;
+    }
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return true;
+    *why = std::strerror(errno);
+    return false;
+  }
+  return true;
+}
+
+bool PeerLink::feed(std::string_view bytes, std::string* why) {
+  std::string rest;
+  if (in_head_) {
+    head_.append(bytes);
+    const size_t end = head_.find("\r\n\r\n");
+    if (end == std::string::npos) {
+      if (head_.size() <= kMaxHeadBytes) return true;
+      *why = "oversized answer head";
+      return false;
+    }
+    const int status = head_.size() >= 12 && head_.starts_with("HTTP/1.") ? std::atoi(head_.c_str() + 9) : 0;
+    if (status != 200) {
+      *why = fmt::format("answered {}", status);
+      return false;
+    }
+    chunked_ = has_chunked_encoding(std::string_view(head_).substr(0, end + 2));
+    rest = head_.substr(end + 4);
+    head_.clear();
+    in_head_ = false;
+    bytes = rest;
+  }
+  auto list = svc_.replicas().snapshot();
+  bool ok = true;
+  auto on_event = [&](const SseEvent& ev) {
+    uint64_t group = 0;
+    const PeerApply a = svc_.peers().apply(peer_, ev, *list, &group);
+    if (a == PeerApply::kApplied && group != 0) svc_.add_peer_arrival(group);
+    if (a == PeerApply::kApplied && ev.event == "reset") KEEL_LOG_INFO("peer {} live", svc_.peers().url(peer_));
+    if (a == PeerApply::kMalformed || a == PeerApply::kUnknownReplica) svc_.count_peer_dropped();
+  };
+  auto on_data = [&](std::string_view data) {
+    if (ok && !reader_.feed(data, on_event, kMaxPeerEventBytes)) {
+      ok = false;
+      *why = "oversized event";
+    }
+  };
+  if (!chunked_) {
+    on_data(bytes);
+    return ok;
+  }
+  switch (chunks_.feed(bytes, on_data)) {
+    case ChunkedDecoder::State::kOk: return ok;
+    case ChunkedDecoder::State::kDone:
+      if (ok) *why = "the stream ended";
+      return false;
+    case ChunkedDecoder::State::kError:
+      if (ok) *why = "malformed chunked framing";
+      return false;
+  }
+  return ok;
+}
+
+void PeerLink::fail(uint64_t gen, const std::string& why) {
+  {
+    std::lock_guard lock(mu_);
+    if (gen != generation_) return;
+    ++generation_;
+    fd_ = -1;
+  }
+  auto c = conn_;
+  if (!c) return;
+  boost::system::error_code ignored;
+  c->socket.close(ignored);
+  c->idle.cancel();
+  const bool was_live = svc_.peers().live(peer_);
+  svc_.peers().drop(peer_, *svc_.replicas().snapshot());
+  if (was_live) KEEL_LOG_WARN("peer {} lost: {}", svc_.peers().url(peer_), why);
+  if (stopped_.load() || svc_.stopping()) return;
+  c->retry.expires_after(std::chrono::milliseconds(kPeerReconnectMs));
+  c->retry.async_wait([self = shared_from_this(), c](boost::system::error_code ec) {
+    if (!ec) self->connect();
+  });
+}
+
+void PeerLink::stop() {
+  stopped_.store(true);
+  {
+    std::lock_guard lock(mu_);
+    ++generation_;
+    fd_ = -1;
+  }
+  // Called once no thread runs the io_context (RouterService::stop): the io objects go now if no
+  // handler holds them, else with those handlers when the io_context is destroyed.
+  if (auto c = std::exchange(conn_, nullptr)) {
+    boost::system::error_code ignored;
+    c->socket.close(ignored);
+  }
 }
 
 }  // namespace keel::router

@@ -2,8 +2,9 @@
 // their own requests, from their GET /v1/router/peer_feed streams (peer_feed.h has the format): per
 // peer, whether its feed is live and its in-flight count and work per replica URL. Each applied event
 // sets the replicas' peer_in_flight / peer_work to the sum over the live peers (absolute values, so a
-// lost event is healed by the next). Called from the peer links (peer_link.cc) on the upstream
-// client's threads and read by decisions on any io thread: every method is thread-safe.
+// lost event is healed by the next). Called from the peer links (peer_link.h: on the upstream client's
+// threads, and on a deciding thread right before its decision) and read by decisions on any io
+// thread: every method is thread-safe.
 #pragma once
 
 #include <atomic>

@@ -182,10 +182,12 @@ class CacheAware final : public Policy {
       if (best < 0 || better_match(c[i], c[static_cast<size_t>(best)])) best = idx;
     }
     const CandidateView& b = c[static_cast<size_t>(best)];
-    const bool useful = b.match > 0 && static_cast<double>(b.match) >=
-                                           config_.min_match_ratio * static_cast<double>(std::max<int64_t>(req.n_keys, 1));
+    const bool useful =
+        b.match > 0 &&
+        static_cast<double>(b.match) >= config_.min_match_ratio * static_cast<double>(std::max<int64_t>(req.n_keys, 1));
     if (useful) {
-      if (!within_bound(b)) return {.index = best, .decision = work_ok(b) ? Decision::kWarmQueue : Decision::kGroupAffinity};
+      if (!within_bound(b))
+        return {.index = best, .decision = work_ok(b) ? Decision::kWarmQueue : Decision::kGroupAffinity};
       bool spilled = c[static_cast<size_t>(best_any)].match > b.match;
       return {.index = best, .decision = spilled ? Decision::kImbalance : Decision::kCacheHit};
     }
@@ -231,9 +233,10 @@ class CacheAware final : public Policy {
       return std::nullopt;
     }
     const int64_t best_cost = config_.cost(req.n_keys, best_match, req.tokens_per_key);
-    const auto tolerance = std::max(
-        config_.equal_match_tokens,
-        static_cast<int64_t>(config_.equal_match_ratio * static_cast<double>(n_keys * std::max<int64_t>(req.tokens_per_key, 1))));
+    const auto tolerance =
+        std::max(config_.equal_match_tokens,
+                 static_cast<int64_t>(config_.equal_match_ratio *
+                                      static_cast<double>(n_keys * std::max<int64_t>(req.tokens_per_key, 1))));
     auto equal = [&](const CandidateView& v) { return v.match > 0 && cost(v) - best_cost <= tolerance; };
     // Least busy first: work in flight, then requests (with the region penalty), then the longer match.
     auto less_busy = [&](const CandidateView& a, const CandidateView& b) {
@@ -241,7 +244,7 @@ class CacheAware final : public Policy {
       if (effective_load(a) != effective_load(b)) return effective_load(a) < effective_load(b);
       return a.match > b.match;
     };
-    int32_t holder_in = -1, holder = -1;  // least busy equal holder the bound allows; least busy in scope
+    int32_t holder_in = -1, holder = -1;     // least busy equal holder the bound allows; least busy in scope
     for (size_t k = 0; k < c.size(); ++k) {  // ties: the first in this instance's rotation
       const size_t i = (k + ring_start(c.size())) % c.size();
       if (!equal(c[i])) continue;

@@ -74,7 +74,7 @@ bool ProxyRequest::parse_body() {
   resumable_ = stream_ && fields_.single && svc_.config().resume_streams && kind_ != ProxyKind::kNative;
   if (resumable_) {
     body_ = json::parse(req_.body, nullptr, false);  // the resume body is built from it
-    if (body_.is_discarded()) {  // not expected after the scan; never an exception on an io thread
+    if (body_.is_discarded()) {                      // not expected after the scan; never an exception on an io thread
       fail_before_start(400, "the request body is not a JSON object");
       return false;
     }
@@ -139,6 +139,7 @@ ReplicaPtr ProxyRequest::choose() {
   std::vector<CandidateView> views;
   views.reserve(cands.size());
   // Loads are read and the pick counted in one step: concurrent decisions on other io threads see it.
+  svc_.drain_peers();  // the peers' decisions that reached this host by now count in this one
   std::lock_guard decide(svc_.decision_mutex());
   // Every --peer feed live: the peers' own requests are known exactly (their feeds), no estimate.
   const bool synced = svc_.peers().all_live();
@@ -199,7 +200,7 @@ ReplicaPtr ProxyRequest::choose() {
     group_counted_ = true;
   }
   svc_.peer_feed().on_route(*chosen, has_group_ ? group_ : 0);  // the peers' view, under the decision mutex
-  chosen->breaker.allow(now_ms);  // takes the half-open probe slot when probing
+  chosen->breaker.allow(now_ms);                                // takes the half-open probe slot when probing
   svc_.count_decision(pick.decision);
   if (prefix) {
     const int64_t matched = views[static_cast<size_t>(pick.index)].match;

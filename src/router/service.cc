@@ -19,7 +19,8 @@ Status RouterConfig::validate() const {
   KEEL_RETURN_IF_ERROR(cache_aware.validate());
   KEEL_RETURN_IF_ERROR(upstream.validate());
   if (max_response_bytes < 1) return make_error(ErrorCode::kInvalidArgument, "max-response-bytes must be >= 1");
-  if (max_retries < 0 || max_retries > 16) return make_error(ErrorCode::kInvalidArgument, "max-retries must be in [0, 16]");
+  if (max_retries < 0 || max_retries > 16)
+    return make_error(ErrorCode::kInvalidArgument, "max-retries must be in [0, 16]");
   if (retry_backoff_ms < 0) return make_error(ErrorCode::kInvalidArgument, "retry-backoff-ms must be >= 0");
   if (retry_budget_ratio < 0 || retry_budget_min < 0) {
     return make_error(ErrorCode::kInvalidArgument, "the retry budget must be >= 0");
@@ -89,8 +90,9 @@ RouterService::~RouterService() { stop(); }
 server::Histogram& RouterService::latency_seconds(Replica& r) {
   // The registry lookup formats the label and takes the registry's lock: once per replica, not per request.
   if (server::Histogram* h = r.latency_histogram.load(std::memory_order_acquire)) return *h;
-  server::Histogram& h = metrics_.histogram("keel_router_upstream_seconds", "Upstream call time per replica (to the last byte).",
-                            server::latency_buckets_s(), fmt::format("replica=\"{}\"", r.url));
+  server::Histogram& h =
+      metrics_.histogram("keel_router_upstream_seconds", "Upstream call time per replica (to the last byte).",
+                         server::latency_buckets_s(), fmt::format("replica=\"{}\"", r.url));
   r.latency_histogram.store(&h, std::memory_order_release);
   return h;
 }
@@ -133,7 +135,10 @@ void RouterService::start(boost::asio::io_context* front, int32_t front_threads)
   started_.store(true);
   for (const auto& r : *replicas_.snapshot()) start_feed(r);
   upstream_.run_after(0, [this] { health_round(); });
-  for (size_t p = 0; p < peers_.size(); ++p) run_peer_link(*this, p);
+  for (size_t p = 0; p < peers_.size(); ++p) {
+    peer_links_.push_back(std::make_shared<PeerLink>(*this, p));
+    peer_links_.back()->start();
+  }
   upstream_.run_after(kPeerHeartbeatMs, [this] { peer_heartbeat(); });
 }
 
@@ -147,6 +152,7 @@ void RouterService::stop() {
   stopping_.store(true);
   peer_feed_.close();
   upstream_.stop();
+  for (const auto& l : peer_links_) l->stop();  // no thread runs their io_context now
 }
 
 void RouterService::schedule_health_round() {
@@ -175,38 +181,44 @@ void RouterService::health_round() {
   if (stopping()) return;
   auto list = replicas_.snapshot();
   for (const auto& r : *list) {
-    UpstreamRequest req{.method = "GET", .target = "/health", .first_byte_timeout_ms = config_.health_timeout_ms,
+    UpstreamRequest req{.method = "GET",
+                        .target = "/health",
+                        .first_byte_timeout_ms = config_.health_timeout_ms,
                         .idle_timeout_ms = config_.health_timeout_ms};
     auto status = std::make_shared<int>(0);
     upstream_.send(r->endpoint, std::move(req),
                    {.on_head = [status](int s, const HeaderList&) { *status = s; },
                     .on_data = nullptr,
-                    .on_done = [this, r, status](UpstreamFailure f, const std::string& msg) {
-                      const int64_t now_ms = now_us() / 1000;
-                      if (f != UpstreamFailure::kNone || *status != 200) {
-                        if (r->healthy.exchange(false)) {
-                          KEEL_LOG_WARN("replica {} is unhealthy: {}", r->url,
-                                        f != UpstreamFailure::kNone ? msg : fmt::format("/health answered {}", *status));
-                        }
-                        r->breaker.record_failure(now_ms);
-                        return;
-                      }
-                      if (!r->healthy.exchange(true)) KEEL_LOG_INFO("replica {} is healthy again", r->url);
-                      // Only a half-open breaker takes the health check as its probe: while closed, a
-                      // passing /health must not wipe the passive failure count of a replica that
-                      // answers its requests with errors.
-                      if (r->breaker.state(now_ms) == BreakerState::kHalfOpen && r->breaker.allow(now_ms)) {
-                        r->breaker.record_success();
-                      }
-                      poll_load(r);
-                    }});
+                    .on_done =
+                        [this, r, status](UpstreamFailure f, const std::string& msg) {
+                          const int64_t now_ms = now_us() / 1000;
+                          if (f != UpstreamFailure::kNone || *status != 200) {
+                            if (r->healthy.exchange(false)) {
+                              KEEL_LOG_WARN(
+                                  "replica {} is unhealthy: {}", r->url,
+                                  f != UpstreamFailure::kNone ? msg : fmt::format("/health answered {}", *status));
+                            }
+                            r->breaker.record_failure(now_ms);
+                            return;
+                          }
+                          if (!r->healthy.exchange(true)) KEEL_LOG_INFO("replica {} is healthy again", r->url);
+                          // Only a half-open breaker takes the health check as its probe: while closed, a
+                          // passing /health must not wipe the passive failure count of a replica that
+                          // answers its requests with errors.
+                          if (r->breaker.state(now_ms) == BreakerState::kHalfOpen && r->breaker.allow(now_ms)) {
+                            r->breaker.record_success();
+                          }
+                          poll_load(r);
+                        }});
   }
   schedule_health_round();
 }
 
 void RouterService::poll_load(const ReplicaPtr& r) {
   auto body = std::make_shared<std::string>();
-  UpstreamRequest req{.method = "GET", .target = "/metrics", .first_byte_timeout_ms = config_.health_timeout_ms,
+  UpstreamRequest req{.method = "GET",
+                      .target = "/metrics",
+                      .first_byte_timeout_ms = config_.health_timeout_ms,
                       .idle_timeout_ms = config_.health_timeout_ms};
   upstream_.send(r->endpoint, std::move(req),
                  {.on_head = nullptr,
@@ -249,8 +261,9 @@ void RouterService::handle_health(const ExchangePtr& ex) {
   int status = n_healthy > 0 && !stopping() ? 200 : 503;
   ex->respond(HttpResponse{
       .status = status,
-      .body = json{{"status", status == 200 ? "ok" : "unavailable"}, {"replicas_healthy", n_healthy},
-                   {"replicas", n_total}}.dump()});
+      .body =
+          json{{"status", status == 200 ? "ok" : "unavailable"}, {"replicas_healthy", n_healthy}, {"replicas", n_total}}
+              .dump()});
 }
 
 void RouterService::handle_metrics(const ExchangePtr& ex) {
@@ -292,7 +305,8 @@ std::string RouterService::render_replica_metrics() {
       {"keel_router_replica_in_flight", "gauge", "Requests the router has in flight on the replica.",
        [](const Replica& r) { return static_cast<double>(r.in_flight.load()); }},
       {"keel_router_replica_work", "gauge",
-       "Work the router has in flight on the replica: summed request costs (uncached prompt tokens + a per-request constant).",
+       "Work the router has in flight on the replica: summed request costs (uncached prompt tokens + a per-request "
+       "constant).",
        [](const Replica& r) { return static_cast<double>(r.work.load()); }},
       {"keel_router_replica_cache_hit_keys_total", "counter", "Estimated cached prefix keys of routed prompts.",
        [](const Replica& r) { return static_cast<double>(r.cache_hit_keys.load()); }},

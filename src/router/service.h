@@ -21,6 +21,7 @@
 #include "base/status.h"
 #include "router/decision_log.h"
 #include "router/peer_feed.h"
+#include "router/peer_link.h"
 #include "router/peer_view.h"
 #include "router/policy.h"
 #include "router/prefix_index.h"
@@ -35,7 +36,8 @@ namespace keel::router {
 // The prompt's token ids exactly as a replica would build them (chat template applied), or nullopt
 // when the body cannot be tokenized (the replica will answer it with its own 4xx). Set by the CLI
 // from the model's tokenizer; absent = character keys.
-using PromptTokenizer = std::function<std::optional<std::vector<int32_t>>(std::string_view path, std::string_view body)>;
+using PromptTokenizer =
+    std::function<std::optional<std::vector<int32_t>>(std::string_view path, std::string_view body)>;
 
 struct RouterConfig {
   std::string policy = "cache_aware";
@@ -49,12 +51,12 @@ struct RouterConfig {
   double retry_budget_min = 10;           // ... on top of this reserve (and the cap of the bucket)
   int32_t health_interval_ms = 1000;
   int32_t health_timeout_ms = 1000;
-  bool resume_streams = true;             // continue a stream on another replica when its replica dies
-  bool cache_events = true;               // subscribe to replicas' /v1/cache/events (needs a tokenizer)
-  int32_t char_block_bytes = 64;          // prefix key granularity without a tokenizer
-  int64_t max_approx_entries = 1 << 20;   // per replica
-  std::string admin_key;                  // required as Bearer on /admin/* when set
-  std::string state_file;                 // replica set saved here on every admin change (state_file.h)
+  bool resume_streams = true;            // continue a stream on another replica when its replica dies
+  bool cache_events = true;              // subscribe to replicas' /v1/cache/events (needs a tokenizer)
+  int32_t char_block_bytes = 64;         // prefix key granularity without a tokenizer
+  int64_t max_approx_entries = 1 << 20;  // per replica
+  std::string admin_key;                 // required as Bearer on /admin/* when set
+  std::string state_file;                // replica set saved here on every admin change (state_file.h)
   std::string region_header = "X-Keel-Region";
   bool access_log = true;
   // Other router instances on the same replicas (`--peer http://host:port`, repeatable): this one
@@ -127,6 +129,11 @@ class RouterService {
   // burst guard (group_recent_locked with peers; GroupRate), not in its requests in flight.
   void add_peer_arrival(uint64_t group);
   void count_peer_dropped() { peer_dropped_.fetch_add(1, std::memory_order_relaxed); }
+  // Reads and applies what the peers' feeds have delivered so far (PeerLink::drain): before a decision,
+  // outside the decision mutex.
+  void drain_peers() {
+    for (const auto& l : peer_links_) l->drain();
+  }
   // Ends the peer feed's streams (before the HTTP front end stops).
   void close_peer_feed() { peer_feed_.close(); }
   // Held from reading the candidates' loads to counting the chosen replica's new request.
@@ -183,11 +190,12 @@ class RouterService {
   // entry is swept kGroupRateMemoryMs x 3 after its last arrival (every kGroupSweepEvery additions).
   std::unordered_map<uint64_t, GroupState> groups_;
   int64_t group_adds_ = 0;
-  std::atomic<int64_t> group_requests_{0};                  // their sum, for /metrics
+  std::atomic<int64_t> group_requests_{0};  // their sum, for /metrics
   PeerView peers_;
   PeerFeed peer_feed_;
   DecisionLog decision_log_;
   std::vector<Endpoint> peer_endpoints_;
+  std::vector<std::shared_ptr<PeerLink>> peer_links_;  // one per --peer, from start() on
   std::atomic<int64_t> peer_dropped_{0};
   std::mutex persist_mu_;
   std::atomic<bool> stopping_{false};
@@ -203,7 +211,5 @@ void register_admin_routes(RouterService& svc, server::http::Router& router);
 void register_proxy_routes(RouterService& svc, server::http::Router& router);
 // Subscribes to one replica's cache-event stream until it is removed or the router stops (cache_feed.cc).
 void run_cache_feed(RouterService& svc, const ReplicaPtr& replica);
-// Subscribes to peer `peer`'s /v1/router/peer_feed until the router stops (peer_link.cc).
-void run_peer_link(RouterService& svc, size_t peer);
 
 }  // namespace keel::router

@@ -13,6 +13,7 @@
 #include <optional>
 #include <thread>
 
+#include <fmt/format.h>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -26,7 +27,6 @@
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
-#include <fmt/format.h>
 
 namespace keel::router {
 
@@ -286,6 +286,8 @@ void UpstreamClient::start(net::io_context* shared, int32_t shared_threads) {
   impl_->one_thread = n == 1;
   for (int i = 0; i < n; ++i) impl_->threads.emplace_back([impl = impl_] { impl->own_ioc.run(); });
 }
+
+net::io_context& UpstreamClient::io_context() { return *impl_->ioc; }
 
 void UpstreamClient::stop() {
   {

@@ -85,6 +85,9 @@ class UpstreamClient {
   std::shared_ptr<UpstreamCall> send(const Endpoint& endpoint, UpstreamRequest request, UpstreamCallbacks callbacks);
   // Runs fn on the client's threads after delay_ms (retry backoff, periodic checks).
   void run_after(int64_t delay_ms, std::function<void()> fn);
+  // The io_context its calls and timers run on (after start()): for sockets of others that should run
+  // beside them (the peer links).
+  boost::asio::io_context& io_context();
   // Pooled idle connections right now (for tests and metrics).
   int64_t n_idle() const;
 

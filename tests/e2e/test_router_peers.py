@@ -1,8 +1,9 @@
 """Exact peer sync between two `keel router` instances (`--peer`, GET /v1/router/peer_feed): two real
 router processes peered with each other in front of one real `keel serve` replica (SmolLM2, CPU). A
 stream through A shows up in B's view (B's /metrics: A's in-flight count on the replica) and leaves it
-when it completes; killing A makes B drop A's contribution at once and report the feed down; a bad
-`--peer` is a CLI error."""
+when it completes; killing A makes B drop A's contribution at once and report the feed down, and A
+back on its port makes it live again; a peer URL that is no router never goes live; a bad `--peer` is
+a CLI error."""
 import json
 import signal
 import subprocess
@@ -90,9 +91,34 @@ def test_a_request_through_one_instance_shows_in_the_other_and_a_killed_peer_is_
                                      headers={"Content-Type": "application/json"})
         with urllib.request.urlopen(req, timeout=120) as r:
             assert r.status == 200
+        # A comes back on the same port: B's link reconnects and is live again, with A's fresh figures.
+        a_base, a_proc = start_router(keel_bin, [replica], "--instance", "0/2", "--peer", b, port=pa)
+        assert wait_for(lambda: gauge(b_base, f'keel_router_peer_live{{peer="{a}"}}') == 1, 5)
+        assert gauge(b_base, "keel_router_peer_synced") == 1
+        assert gauge(b_base, a_on_b) == 0
     finally:
         stop(a_proc)
         stop(b_proc)
+
+
+def test_a_peer_url_that_is_no_router_never_goes_live(keel_bin, one_replica):
+    """--peer pointing at a keel serve replica (404 on /v1/router/peer_feed): the link is never live, the
+    instance keeps retrying without harm and routes on its own estimate."""
+    replica = one_replica
+    base, proc = start_router(keel_bin, [replica], "--instance", "0/2", "--peer", replica)
+    try:
+        time.sleep(0.5)  # several connect attempts (every 100 ms)
+        assert gauge(base, f'keel_router_peer_live{{peer="{replica}"}}') == 0
+        assert gauge(base, "keel_router_peer_synced") == 0
+        body = json.dumps({"model": "smollm2", "max_tokens": 2,
+                           "messages": [{"role": "user", "content": "hi"}]}).encode()
+        req = urllib.request.Request(base + "/v1/chat/completions", data=body, method="POST",
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=120) as r:
+            assert r.status == 200
+        assert proc.poll() is None
+    finally:
+        stop(proc)
 
 
 @pytest.mark.parametrize("peer, message", [("localhost:9000", "must start with http://"),

@@ -1,7 +1,8 @@
 // One request/response exchange on a connection, as a route handler sees it. The handler answers
 // once with respond(), or opens a chunked stream (begin_stream, push..., end_stream). Every method is
 // thread-safe: calls are posted to the connection's strand (or run at once after
-// dispatch_when_on_strand), in call order per calling thread, and become no-ops once the exchange has ended or the connection is gone. Implemented in http/server.cc.
+// dispatch_when_on_strand), in call order per calling thread, and become no-ops once the exchange has ended or the
+// connection is gone. Implemented in http/server.cc.
 #pragma once
 
 #include <functional>

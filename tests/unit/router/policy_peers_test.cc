@@ -224,8 +224,8 @@ TEST(PeerSyncedInstances, FourInstancesWithALaggingFeedStayWithinTwice) {
     for (int lag : {1, 2}) {
       const Result r = run(4, burst, lag, true);
       EXPECT_TRUE(within_2(r.worst)) << "burst " << burst << ", lag " << lag << ": " << state(r.worst);
-      EXPECT_EQ(lag == 2 && burst == 12, within_1_5(r.worst)) << "burst " << burst << ", lag " << lag << ": "
-                                                              << state(r.worst);
+      EXPECT_EQ(lag == 2 && burst == 12, within_1_5(r.worst))
+          << "burst " << burst << ", lag " << lag << ": " << state(r.worst);
     }
   }
   EXPECT_EQ(state(run(2, 12, 3, true).worst), "3 3 3 3");

@@ -270,7 +270,8 @@ TEST_P(HttpServerTest, DispatchedPushLeavesBeforeTheHandlerThatMadeItReturns) {
     feed = feed_exchange.get_future().get();
     ASSERT_TRUE(a.read_until([](const std::string& buf) { return buf.find("\r\n\r\n") != std::string::npos; }));
     ASSERT_TRUE(b.send(test::get("/poke")));
-    const bool got = a.read_until([](const std::string& buf) { return buf.find("data: poke") != std::string::npos; }, 500);
+    const bool got =
+        a.read_until([](const std::string& buf) { return buf.find("data: poke") != std::string::npos; }, 500);
     seen.store(got);
     auto answer = b.read_response();
     ASSERT_TRUE(answer.has_value());
