@@ -55,21 +55,25 @@ void PeerFeed::subscribe(const server::http::ExchangePtr& ex, const ReplicaList&
   subs_.push_back(Subscriber{.exchange = ex, .gone = std::move(gone)});
 }
 
-void PeerFeed::emit(const char* event, const Replica& r, const uint64_t* group) {
+void PeerFeed::emit(const char* event, const Replica& r, const uint64_t* group, bool urgent) {
   server::http::ExchangePtr target;
   {
     std::lock_guard lock(mu_);
     if (subs_.empty()) return;
     append_event(pending_, event, r, group);
-    if (flush_posted_) return;  // the flush on its way takes this event too
+    if (flush_posted_ && !urgent) return;  // the flush on its way takes this event too
     target = flush_target();
     if (!target) return;
     flush_posted_ = true;
   }
-  // Runs now when this thread is on the target's strand (one io thread: a decision's handler), else
-  // after the posting thread is free; every event made meanwhile goes out in that flush. A post to a
-  // connection that closes before it runs is dropped; the heartbeat then posts another (within a second).
-  target->post([this] { flush(); });
+  // A post to a connection that closes before it runs is dropped; the heartbeat then posts another
+  // (within a second). A dispatched flush that runs at once takes what a posted one would have; that
+  // one then finds nothing or later events.
+  if (urgent) {
+    target->dispatch([this] { flush(); });
+  } else {
+    target->post([this] { flush(); });
+  }
 }
 
 server::http::ExchangePtr PeerFeed::flush_target() const {

@@ -8,12 +8,14 @@
 // Events are formatted under one mutex that also reads the figures, so a subscriber's last event per
 // replica always carries the current value; they are appended to one pending buffer that a single
 // flush hands to every subscriber (one write for all the events a busy io thread made before the
-// flush ran, not one per event). The flush runs on a subscriber's connection strand: at once when the
-// event's thread already runs there (one io thread, the default layout: the route event leaves within
-// its decision's handler), else posted. Posted, a decision's event waited behind every handler queued
-// before it, the rest of a burst's decisions: 0.3-0.9 ms on the device (docs/performance.md Session 12),
-// longer than the gaps between two instances' decisions. At most one flush is on its way at a time, so
-// every subscriber gets the events in the order made. Any thread; the no-subscriber path is a fence and
+// flush ran, not one per event). The flush runs on a subscriber's connection strand. A route event's
+// runs at once when the deciding thread already runs there (one io thread, the default layout: the
+// event leaves within its decision's handler), else posted; a completion's is posted. Posted, a
+// decision's event waited behind every handler queued before it, the rest of a burst's decisions:
+// 0.1-0.9 ms on the device (docs/performance.md Session 12), longer than the gaps between two
+// instances' decisions. Every flush takes the whole pending buffer under the mutex and writes it on
+// the target's strand (the other subscribers' writes posted there in that order), so every
+// subscriber gets the events in the order made. Any thread; the no-subscriber path is a fence and
 // one atomic load.
 #pragma once
 
@@ -35,10 +37,10 @@ class PeerFeed {
   void subscribe(const server::http::ExchangePtr& ex, const ReplicaList& replicas);
   // After a decision (under the decision mutex, the request already counted) and after a completion.
   void on_route(const Replica& r, uint64_t group) {
-    if (active()) emit("route", r, &group);
+    if (active()) emit("route", r, &group, true);
   }
   void on_done(const Replica& r) {
-    if (active()) emit("done", r, nullptr);
+    if (active()) emit("done", r, nullptr, false);
   }
   void heartbeat();
   // Ends every stream (before the HTTP server stops: it would wait for them).
@@ -53,7 +55,10 @@ class PeerFeed {
     std::atomic_thread_fence(std::memory_order_seq_cst);
     return n_subs_.load(std::memory_order_relaxed) > 0;
   }
-  void emit(const char* event, const Replica& r, const uint64_t* group);
+  // `urgent` (a route event): flushed at once when this thread is on the flush target's strand, even
+  // with a posted flush on its way; else (a completion) the events wait for a posted flush, so that
+  // under load one write carries many.
+  void emit(const char* event, const Replica& r, const uint64_t* group, bool urgent);
   void flush();
   // The first live subscriber (its strand runs the flush); null when none. Under mu_.
   server::http::ExchangePtr flush_target() const;

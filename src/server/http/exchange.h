@@ -31,11 +31,14 @@ class Exchange {
   // Runs `fn` on the connection's strand (serialised with the writes above); dropped if the
   // connection is gone. Lets a producer on another thread do its formatting off its own thread.
   virtual void post(std::function<void()> fn) = 0;
+  // Runs `fn` now when the caller already runs on the connection's strand (with one io thread: on that
+  // thread), else posts it as post() does.
+  virtual void dispatch(std::function<void()> fn) { post(std::move(fn)); }
 
-  // From now on the calls above run at once when the caller already runs on the connection's strand
-  // (with one io thread: on that thread), and are posted otherwise. For a producer that writes with
-  // the least delay and keeps its calls in order itself (the router's peer feed: a posted write waits
-  // behind every handler queued before it, a burst's other decisions). Off by default.
+  // From now on respond, begin_stream, push and end_stream run at once when the caller already runs on
+  // the connection's strand (with one io thread: on that thread), and are posted otherwise. For a producer that writes
+  // with the least delay and keeps its calls in order itself (the router's peer feed: a posted write waits behind every
+  // handler queued before it, a burst's other decisions). Off by default.
   virtual void dispatch_when_on_strand() {}
 
   // Registers the callback run (once, on the strand) when the client disconnects before the exchange

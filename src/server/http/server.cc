@@ -185,7 +185,10 @@ class ExchangeImpl final : public Exchange {
     with_conn([seq = seq_](Connection& c) { c.end_stream(seq); });
   }
   void post(std::function<void()> fn) override {
-    with_conn([fn = std::move(fn)](Connection&) { fn(); });
+    if (auto c = conn_.lock()) c->run_on_strand([c, fn = std::move(fn)] { fn(); });
+  }
+  void dispatch(std::function<void()> fn) override {
+    if (auto c = conn_.lock()) c->dispatch_on_strand([c, fn = std::move(fn)] { fn(); });
   }
   void dispatch_when_on_strand() override { dispatch_.store(true, std::memory_order_relaxed); }
   void on_disconnect(std::function<void()> fn) override {

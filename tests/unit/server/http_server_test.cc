@@ -256,7 +256,7 @@ TEST_P(HttpServerTest, DispatchedPushLeavesBeforeTheHandlerThatMadeItReturns) {
     });
     ExchangePtr feed;
     r.add("GET", "/poke", [&](HttpRequest&&, const ExchangePtr& ex) {
-      feed->post([&seen, feed, ex] {  // on the feed's strand (one io thread: at once, dispatched)
+      feed->dispatch([&seen, feed, ex] {  // on the feed's strand (one io thread: at once)
         feed->push(sse_event("poke"));
         const auto until = std::chrono::steady_clock::now() + 1s;
         while (!seen.load() && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(1ms);
