@@ -6,7 +6,9 @@ back on its port makes it live again; a peer URL that is no router never goes li
 a CLI error."""
 import json
 import signal
+import socket
 import subprocess
+import threading
 import time
 import urllib.request
 
@@ -129,3 +131,92 @@ def test_a_bad_peer_is_a_cli_error(keel_bin, one_replica, peer, message):
                           capture_output=True, text=True, timeout=30)
     assert proc.returncode == 2
     assert message in proc.stderr and "--peer" in proc.stderr
+
+
+class ScriptedPeer:
+    """A fake peer instance (named a mock: it stands in for a misbehaving router, which a real one is not):
+    accepts connections on a loopback port and answers each GET /v1/router/peer_feed with `script`, a list
+    of byte strings sent 0.3 s apart, then keeps the connection open and silent (until close())."""
+
+    def __init__(self, script):
+        self.script = script
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.conns = []
+        self.stopped = False
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self):
+        while not self.stopped:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            self.conns.append(c)
+            threading.Thread(target=self.answer, args=(c,), daemon=True).start()
+
+    def answer(self, c):
+        try:
+            buf = b""
+            while b"\r\n\r\n" not in buf:
+                got = c.recv(4096)
+                if not got:
+                    return
+                buf += got
+            assert buf.startswith(b"GET /v1/router/peer_feed HTTP/1.1\r\n")
+            for piece in self.script:
+                c.sendall(piece)
+                time.sleep(0.3)
+        except OSError:
+            pass
+
+    def close(self):
+        self.stopped = True
+        self.sock.close()
+        for c in self.conns:
+            c.close()
+
+
+def chunk(text: str) -> bytes:
+    data = text.encode()
+    return f"{len(data):x}\r\n".encode() + data + b"\r\n"
+
+
+HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+
+
+@pytest.mark.parametrize("case", ["malformed framing", "silent", "oversized event"])
+def test_a_misbehaving_peer_feed_is_dropped_and_routing_goes_on(keel_bin, one_replica, case):
+    """A peer whose feed goes live (reset) and then breaks its framing, falls silent past 3 s, or sends an
+    event over 64 KiB: the link drops it (live 0, its figures gone), connects again, and the router keeps
+    routing meanwhile."""
+    replica = one_replica
+    live = [HEAD, chunk("event: reset\ndata: {}\n\n"),
+            chunk(f'event: replica\ndata: {{"url":"{replica}","in_flight":3,"work":240}}\n\n'),
+            chunk("event: route\ndata: not json\n\n")]  # dropped one by one, the feed stays live
+    tail = {"malformed framing": [b"zz\r\nnot a chunk\r\n"], "silent": [],
+            "oversized event": [chunk("data: " + "x" * 70_000)]}[case]
+    peer = ScriptedPeer(live + tail)
+    base, proc = start_router(keel_bin, [replica], "--instance", "0/2", "--peer", peer.url)
+    try:
+        on = f'keel_router_peer_live{{peer="{peer.url}"}}'
+        fig = f'keel_router_peer_in_flight{{peer="{peer.url}",replica="{replica}"}}'
+        assert wait_for(lambda: gauge(base, on) == 1 and gauge(base, fig) == 3, 5)
+        assert wait_for(lambda: gauge(base, "keel_router_peer_events_dropped_total") >= 1, 5)
+        # The fake peer never closes a connection: live 0 can only be the link dropping the feed, whose
+        # figures go with it; then it connects again (and the script replays).
+        assert wait_for(lambda: gauge(base, on) == 0 and
+                        gauge(base, f'keel_router_replica_peer_in_flight{{replica="{replica}"}}') == 0, 6)
+        assert wait_for(lambda: len(peer.conns) >= 2, 3)
+        body = json.dumps({"model": "smollm2", "max_tokens": 2,
+                           "messages": [{"role": "user", "content": "hi"}]}).encode()
+        req = urllib.request.Request(base + "/v1/chat/completions", data=body, method="POST",
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=120) as r:
+            assert r.status == 200
+        assert proc.poll() is None
+    finally:
+        peer.close()
+        stop(proc)
