@@ -175,6 +175,9 @@ bool PeerLink::read_available(std::string* why) {
     *why = std::strerror(errno);
     return false;
   }
+  // More waits but this drain has read enough. Readiness is edge-triggered, so no wait fires for what is
+  // already here: the strand reads on.
+  if (auto c = conn_) net::post(c->strand, [self = shared_from_this()] { self->drain(); });
   return true;
 }
 
