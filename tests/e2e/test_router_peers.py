@@ -38,6 +38,15 @@ def wait_for(cond, timeout_s: float = 10.0) -> bool:
     return cond()
 
 
+def chat_status(base: str) -> int:
+    """One short chat completion through `base`; its HTTP status."""
+    body = json.dumps({"model": "smollm2", "max_tokens": 2, "messages": [{"role": "user", "content": "hi"}]}).encode()
+    req = urllib.request.Request(base + "/v1/chat/completions", data=body, method="POST",
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=120) as r:
+        return r.status
+
+
 def open_stream(base: str, max_tokens: int):
     """Starts a streamed chat completion through `base`; returns the response after its first chunk."""
     body = json.dumps({"model": "smollm2", "stream": True, "max_tokens": max_tokens, "temperature": 0,
@@ -87,12 +96,7 @@ def test_a_request_through_one_instance_shows_in_the_other_and_a_killed_peer_is_
         assert gauge(b_base, a_on_b) == 0
         resp.close()
         # B still routes on its own (the --instance fallback).
-        body = json.dumps({"model": "smollm2", "max_tokens": 2,
-                           "messages": [{"role": "user", "content": "hi"}]}).encode()
-        req = urllib.request.Request(b_base + "/v1/chat/completions", data=body, method="POST",
-                                     headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=120) as r:
-            assert r.status == 200
+        assert chat_status(b_base) == 200
         # A comes back on the same port: B's link reconnects and is live again, with A's fresh figures.
         a_base, a_proc = start_router(keel_bin, [replica], "--instance", "0/2", "--peer", b, port=pa)
         assert wait_for(lambda: gauge(b_base, f'keel_router_peer_live{{peer="{a}"}}') == 1, 5)
@@ -112,12 +116,7 @@ def test_a_peer_url_that_is_no_router_never_goes_live(keel_bin, one_replica):
         time.sleep(0.5)  # several connect attempts (every 100 ms)
         assert gauge(base, f'keel_router_peer_live{{peer="{replica}"}}') == 0
         assert gauge(base, "keel_router_peer_synced") == 0
-        body = json.dumps({"model": "smollm2", "max_tokens": 2,
-                           "messages": [{"role": "user", "content": "hi"}]}).encode()
-        req = urllib.request.Request(base + "/v1/chat/completions", data=body, method="POST",
-                                     headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=120) as r:
-            assert r.status == 200
+        assert chat_status(base) == 200
         assert proc.poll() is None
     finally:
         stop(proc)
@@ -210,12 +209,7 @@ def test_a_misbehaving_peer_feed_is_dropped_and_routing_goes_on(keel_bin, one_re
         assert wait_for(lambda: gauge(base, on) == 0 and
                         gauge(base, f'keel_router_replica_peer_in_flight{{replica="{replica}"}}') == 0, 6)
         assert wait_for(lambda: len(peer.conns) >= 2, 3)
-        body = json.dumps({"model": "smollm2", "max_tokens": 2,
-                           "messages": [{"role": "user", "content": "hi"}]}).encode()
-        req = urllib.request.Request(base + "/v1/chat/completions", data=body, method="POST",
-                                     headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=120) as r:
-            assert r.status == 200
+        assert chat_status(base) == 200
         assert proc.poll() is None
     finally:
         peer.close()
