@@ -176,6 +176,7 @@ void register_router(CLI::App& app) {
   cmd->add_option("--spill-slack", a->router.cache_aware.spill_slack, "Most requests a holder may queue over the count cap instead of spilling (--spill-factor)")->capture_default_str();
   cmd->add_option("--burst-window-ms", a->router.cache_aware.burst_window_ms, "A request with --burst-arrivals of its group routed within this window is a burst: the count bound decides (--spill-factor)")->capture_default_str();
   cmd->add_option("--burst-arrivals", a->router.cache_aware.burst_arrivals, "See --burst-window-ms")->capture_default_str();
+  cmd->add_option("--near-burst-window-ms", a->router.cache_aware.near_burst_window_ms, "With --peer: count the other instances' possible unseen arrivals toward the burst guard only while the group's previous arrival is at most this old (0 = always)")->capture_default_str();
   cmd->add_option("--burst-share", a->router.cache_aware.burst_share, "... and only while its group holds at least this share of the requests in flight (0 = any share; 0.33 keeps a Poisson clump of one group among many on its holder)")->capture_default_str();
   cmd->add_option("--burst-rate-factor", a->router.cache_aware.burst_rate_factor, "A burst needs --burst-arrivals + ceil(this x the arrivals its group's own rate predicts in the window): 3 keeps a hot group's Poisson clumps from counting as bursts; 0 = the absolute bar of --burst-arrivals, the default)")->capture_default_str();
   cmd->add_option("--instance", a->instance,

@@ -27,8 +27,9 @@ void DecisionLog::write(const DecisionRecord& rec, std::span<const CandidateView
                         std::span<const ReplicaPtr* const> replicas) {
   line_.clear();
   auto out = std::back_inserter(line_);
-  fmt::format_to(out, R"({{"t_us":{},"group":{},"synced":{},"recent":{},"group_in_flight":{},"pick":{},)", rec.t_us,
-                 rec.group, rec.synced, rec.group_recent, rec.group_in_flight, rec.pick.index);
+  fmt::format_to(out, R"({{"t_us":{},"group":{},"synced":{},"recent":{},"group_in_flight":{},"gap_ms":{},"pick":{},)",
+                 rec.t_us, rec.group, rec.synced, rec.group_recent, rec.group_in_flight, rec.group_gap_ms,
+                 rec.pick.index);
   fmt::format_to(out, R"("decision":"{}","c":[)", decision_name(rec.pick.decision));
   for (size_t i = 0; i < views.size() && i < replicas.size(); ++i) {
     const CandidateView& v = views[i];

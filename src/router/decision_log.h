@@ -24,6 +24,7 @@ struct DecisionRecord {
   bool synced = false;
   int64_t group_recent = 0;
   int64_t group_in_flight = 0;
+  int64_t group_gap_ms = 0;
   Pick pick;
 };
 

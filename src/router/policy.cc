@@ -22,7 +22,8 @@ std::string_view decision_name(Decision d) {
 Status CacheAwareConfig::validate() const {
   if (balance_abs_threshold < 0) return make_error(ErrorCode::kInvalidArgument, "balance-abs-threshold must be >= 0");
   if (!(balance_rel_threshold >= 1.0)) {
-    return make_error(ErrorCode::kInvalidArgument, "balance-rel-threshold must be >= 1.0, got {}", balance_rel_threshold);
+    return make_error(ErrorCode::kInvalidArgument, "balance-rel-threshold must be >= 1.0, got {}",
+                      balance_rel_threshold);
   }
   if (!(min_match_ratio >= 0.0 && min_match_ratio <= 1.0)) {
     return make_error(ErrorCode::kInvalidArgument, "min-match-ratio must be in [0, 1], got {}", min_match_ratio);
@@ -52,6 +53,7 @@ Status CacheAwareConfig::validate() const {
   }
   if (spill_slack < 0) return make_error(ErrorCode::kInvalidArgument, "spill-slack must be >= 0");
   if (burst_window_ms < 0) return make_error(ErrorCode::kInvalidArgument, "burst-window-ms must be >= 0");
+  if (near_burst_window_ms < 0) return make_error(ErrorCode::kInvalidArgument, "near-burst-window-ms must be >= 0");
   if (burst_arrivals < 1 || burst_arrivals > kMaxBurstArrivals) {
     return make_error(ErrorCode::kInvalidArgument, "burst-arrivals must be in [1, {}], got {}", kMaxBurstArrivals,
                       burst_arrivals);
@@ -89,8 +91,8 @@ Result<std::unique_ptr<Policy>> make_policy(std::string_view name, const CacheAw
     KEEL_RETURN_IF_ERROR(cache_aware.validate());
     return make_cache_aware(cache_aware);
   }
-  return make_error(ErrorCode::kInvalidArgument,
-                    "unknown policy '{}' (round_robin, random, power_of_two, cache_aware)", name);
+  return make_error(ErrorCode::kInvalidArgument, "unknown policy '{}' (round_robin, random, power_of_two, cache_aware)",
+                    name);
 }
 
 }  // namespace keel::router

@@ -26,15 +26,18 @@ struct CandidateView {
 };
 
 struct RouteRequest {
-  int64_t n_keys = 0;  // prefix keys of the prompt (tokens or character blocks)
-  int64_t tokens_per_key = 1;  // tokens one key stands for (1 for token keys, estimated for character blocks)
+  int64_t n_keys = 0;           // prefix keys of the prompt (tokens or character blocks)
+  int64_t tokens_per_key = 1;   // tokens one key stands for (1 for token keys, estimated for character blocks)
   int64_t group_in_flight = 0;  // requests of this prompt's group (its first kGroupTokens) in flight, before it
   int64_t group_recent = 0;     // requests of this prompt's group routed in the last burst_window_ms, before it
   // Arrivals of this group that its own rate (GroupRate, measured before the window) predicts within
   // burst_window_ms: the burst guard's bar rises with it (CacheAwareConfig::burst_rate_factor).
   double group_expected = 0;
-  uint64_t random = 0; // fresh random bits for this decision
-  uint64_t group = 0;  // the prompt group's key (its first kGroupTokens), 0 = none: starts the instances' tie rotation
+  // ms since the group's previous arrival at any instance (its own or a peer's route event); 0 when
+  // unknown (CacheAwareConfig::near_burst_window_ms).
+  int64_t group_gap_ms = 0;
+  uint64_t random = 0;  // fresh random bits for this decision
+  uint64_t group = 0;   // the prompt group's key (its first kGroupTokens), 0 = none: starts the instances' tie rotation
   // Every peer instance's decisions are in the loads and work (keel router --peer, all feeds live): no
   // --instance estimate; ties among several instances split by nth_tied (policy_cache_aware.cc).
   bool synced = false;
@@ -43,7 +46,16 @@ struct RouteRequest {
 // kWarmQueue: the best match was over the request-count bound and took the request by the work rule
 // (or, with spill_factor > 0, because a spill would cost more than queueing there).
 // kGroupAffinity: it was over the bound and took it because its prompt group has few requests in flight.
-enum class Decision { kRoundRobin, kRandom, kPowerOfTwo, kCacheHit, kImbalance, kFreeCache, kWarmQueue, kGroupAffinity };
+enum class Decision {
+  kRoundRobin,
+  kRandom,
+  kPowerOfTwo,
+  kCacheHit,
+  kImbalance,
+  kFreeCache,
+  kWarmQueue,
+  kGroupAffinity
+};
 std::string_view decision_name(Decision d);
 inline constexpr int kNumDecisions = 8;
 
@@ -113,8 +125,8 @@ struct CacheAwareConfig {
   // the cap above allows at lo = 0): queueing on a prefix holder beats a cold prefill elsewhere when
   // there is spare capacity; the idle replicas still get the next requests that no holder can take.
   int64_t balance_idle_cap = 2;
-  double min_match_ratio = 0.25;          // matched keys / prompt keys below this: no useful match
-  int64_t remote_penalty = 8;             // load added to replicas outside the request's region
+  double min_match_ratio = 0.25;  // matched keys / prompt keys below this: no useful match
+  int64_t remote_penalty = 8;     // load added to replicas outside the request's region
   // Work in flight (policy_cache_aware.cc, "work rule"). A request's cost on a replica is its uncached
   // prompt tokens there plus work_request_tokens (decode and per-request overhead). A replica the
   // count bound refuses may still take the request when its cost there is at most half the cheapest
@@ -157,6 +169,14 @@ struct CacheAwareConfig {
   // the bar of burst_arrivals. 0 = the absolute bar (the default: 3 made more cold prefills and a worse
   // TTFT p99 than 0 in both device runs of Session 9's second round, docs/performance.md).
   double burst_rate_factor = 0;
+  // The near-burst rule of peer-synced instances (policy_cache_aware.cc: no warm queue past the count
+  // bound while the other instances' possible unseen arrivals would reach the burst guard's bar) counts
+  // those arrivals only while the group's previous arrival is at most this many ms old
+  // (RouteRequest::group_gap_ms): another instance can be deciding on the same view only within the
+  // feeds' lag (0-0.07 ms on the device since Session 12), while a hot group's Poisson pairs, which
+  // the rule turned into cold copies, come 10+ ms apart. 0 = always (the default, Session 11's rule;
+  // a window is not measured on the device yet, docs/performance.md Session 12).
+  int64_t near_burst_window_ms = 0;
   // Several router instances (--instance i/n: this is instance `instance` of `instances`, each behind a
   // round-robin balancer on the same replicas). Their decisions in one burst are made within the
   // milliseconds before the replicas' pushed loads reach the others, on the same cache view, so with

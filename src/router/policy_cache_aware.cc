@@ -87,7 +87,8 @@
 // twice before it sees the other's pick without meeting it; the (i mod k)-th did meet it, 3 3 4 2 on the device).
 // The rotation offset by i x replicas / n used without sync sends two instances to the same replica whenever both
 // offsets precede the same tied candidate (k = 2 of 4); the i-th of the tied list never does while k >= n. And no
-// warm queue past the count bound while the other instances' unseen arrivals could make it a burst (near_burst).
+// warm queue past the count bound while the other instances' unseen arrivals could make it a burst (near_burst;
+// with near_burst_window_ms, only while the group's previous arrival is that young).
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -298,7 +299,8 @@ class CacheAware final : public Policy {
     // needs the guard's bar out of reach even with those arrivals; else two instances both queue on the
     // holder as the burst starts and it holds one more than the bound lets the burst end with (3 3 4 2,
     // traced with --decision-log: PeerSyncedInstances.TwoWarmQueuesOnOneViewBeforeTheGuardFires).
-    const bool near_burst = burst || (split_ties(req) && is_burst(req, total, config_.instances - 1));
+    const bool young = config_.near_burst_window_ms == 0 || req.group_gap_ms <= config_.near_burst_window_ms;
+    const bool near_burst = burst || (split_ties(req) && young && is_burst(req, total, config_.instances - 1));
     if (holder >= 0 && !near_burst) {
       const CandidateView& h = c[static_cast<size_t>(holder)];
       const CandidateView& a = c[static_cast<size_t>(target)];

@@ -172,11 +172,13 @@ ReplicaPtr ProxyRequest::choose() {
     group_recent = std::max(group_recent, svc_.index().announced_since(group_index_, group_, t0 - window_ms * 1000));
   }
   const double group_expected = has_group_ ? svc_.group_expected_locked(group_, now_ms, window_ms, group_recent) : 0;
+  const int64_t group_gap_ms = has_group_ ? svc_.group_gap_ms_locked(group_, now_ms) : 0;
   Pick pick = svc_.policy().pick(RouteRequest{.n_keys = n_keys,
                                               .tokens_per_key = slots_per_key_,
                                               .group_in_flight = group_in_flight,
                                               .group_recent = group_recent,
                                               .group_expected = group_expected,
+                                              .group_gap_ms = group_gap_ms,
                                               .random = random_u64(),
                                               .group = has_group_ ? group_ : 0,
                                               .synced = synced},
@@ -188,6 +190,7 @@ ReplicaPtr ProxyRequest::choose() {
                                .synced = synced,
                                .group_recent = group_recent,
                                .group_in_flight = group_in_flight,
+                               .group_gap_ms = group_gap_ms,
                                .pick = pick},
                               views, cands);
   }

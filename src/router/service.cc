@@ -374,6 +374,12 @@ int64_t RouterService::group_recent_locked(uint64_t group, int64_t since_ms, boo
   return it->second.routed.since(since_ms) + (peers ? it->second.peers_routed.since(since_ms) : 0);
 }
 
+int64_t RouterService::group_gap_ms_locked(uint64_t group, int64_t now_ms) const {
+  auto it = groups_.find(group);
+  if (it == groups_.end() || it->second.rate.last_ms() == 0) return 0;
+  return std::max<int64_t>(0, now_ms - it->second.rate.last_ms());
+}
+
 void RouterService::add_peer_arrival(uint64_t group) {
   const int64_t now_ms = now_us() / 1000;
   std::lock_guard lock(decision_mu_);

@@ -146,6 +146,8 @@ class RouterService {
   // 3 x kGroupRateMemoryMs).
   int64_t group_in_flight_locked(uint64_t group) const;
   int64_t group_recent_locked(uint64_t group, int64_t since_ms, bool peers = false) const;
+  // ms since the group's previous arrival (own or a peer's route event), 0 when it has none.
+  int64_t group_gap_ms_locked(uint64_t group, int64_t now_ms) const;
   // Arrivals the group's own rate (GroupRate, before the window) predicts in the window_ms up to now_ms.
   double group_expected_locked(uint64_t group, int64_t now_ms, int64_t window_ms, int64_t recent) const;
   void add_group_locked(uint64_t group, int64_t now_ms);

@@ -317,3 +317,43 @@ TEST(PeerSyncedInstances, RandomFeedTimingStaysWithinTwice) {
 
 }  // namespace
 }  // namespace keel::router
+
+namespace keel::router {
+namespace {
+
+// --near-burst-window-ms (CacheAwareConfig::near_burst_window_ms): the hot group's Poisson pair (2 seen in
+// the burst window, the holder over the count bound but cheap to queue on by the cost test) is a warm
+// queue when its previous arrival is older than the window, and a spill (the near-burst rule: the other
+// instance may have a third unseen) when it is younger or the window is 0 (Session 11's rule, the default).
+TEST(PeerSyncedInstances, NearBurstWindowLetsAPoissonPairQueueOnItsHolder) {
+  const std::vector<CandidateView> c{{.load = 4, .work = 68, .match = kKeys, .free_cache = 1000},
+                                     {.load = 2, .work = 160, .match = 0, .free_cache = 1000},
+                                     {.load = 2, .work = 160, .match = 0, .free_cache = 1000},
+                                     {.load = 2, .work = 160, .match = 0, .free_cache = 1000}};
+  auto pick = [&](int64_t window_ms, int64_t gap_ms) {
+    CacheAwareConfig config;
+    config.instance = 0;
+    config.instances = 2;
+    config.near_burst_window_ms = window_ms;
+    return make_cache_aware(config)->pick({.n_keys = kKeys,
+                                           .group_in_flight = 4,
+                                           .group_recent = 2,
+                                           .group_gap_ms = gap_ms,
+                                           .group = kGroup,
+                                           .synced = true},
+                                          c);
+  };
+  const Pick old_pair = pick(2, 13);
+  EXPECT_EQ(old_pair.index, 0);
+  EXPECT_EQ(old_pair.decision, Decision::kWarmQueue);
+  for (const Pick p : {pick(2, 1), pick(0, 13)}) {
+    EXPECT_NE(p.index, 0);
+    EXPECT_EQ(p.decision, Decision::kImbalance);
+  }
+  CacheAwareConfig bad;
+  bad.near_burst_window_ms = -1;
+  EXPECT_FALSE(bad.validate().ok());
+}
+
+}  // namespace
+}  // namespace keel::router
