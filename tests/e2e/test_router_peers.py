@@ -60,13 +60,16 @@ def open_stream(base: str, max_tokens: int):
     return resp
 
 
-def test_a_request_through_one_instance_shows_in_the_other_and_a_killed_peer_is_dropped(keel_bin, one_replica):
+# keel's default layout (one io thread for everything) and a threaded one (the peer links and the flushes
+# then cross threads: a decision drains a link that an upstream thread also reads).
+@pytest.mark.parametrize("layout", [[], ["--http-threads", "2", "--upstream-threads", "2"]], ids=["one-thread", "threads"])
+def test_a_request_through_one_instance_shows_in_the_other_and_a_killed_peer_is_dropped(keel_bin, one_replica, layout):
     replica = one_replica
     pa, pb = free_port(), free_port()
     a, b = f"http://127.0.0.1:{pa}", f"http://127.0.0.1:{pb}"
     # A starts first, so B's feed to A connects at once and A's feed to B retries until B is up.
-    a_base, a_proc = start_router(keel_bin, [replica], "--instance", "0/2", "--peer", b, port=pa)
-    b_base, b_proc = start_router(keel_bin, [replica], "--instance", "1/2", "--peer", a, port=pb)
+    a_base, a_proc = start_router(keel_bin, [replica], "--instance", "0/2", "--peer", b, *layout, port=pa)
+    b_base, b_proc = start_router(keel_bin, [replica], "--instance", "1/2", "--peer", a, *layout, port=pb)
     try:
         a_on_b = f'keel_router_peer_in_flight{{peer="{a}",replica="{replica}"}}'
         assert wait_for(lambda: gauge(b_base, "keel_router_peer_synced") == 1 and
@@ -98,7 +101,7 @@ def test_a_request_through_one_instance_shows_in_the_other_and_a_killed_peer_is_
         # B still routes on its own (the --instance fallback).
         assert chat_status(b_base) == 200
         # A comes back on the same port: B's link reconnects and is live again, with A's fresh figures.
-        a_base, a_proc = start_router(keel_bin, [replica], "--instance", "0/2", "--peer", b, port=pa)
+        a_base, a_proc = start_router(keel_bin, [replica], "--instance", "0/2", "--peer", b, *layout, port=pa)
         assert wait_for(lambda: gauge(b_base, f'keel_router_peer_live{{peer="{a}"}}') == 1, 5)
         assert gauge(b_base, "keel_router_peer_synced") == 1
         assert gauge(b_base, a_on_b) == 0
