@@ -7,7 +7,7 @@
 #      -seed; CI sets it so a failure can be replayed).
 # Seeds: gguf_fuzz gets the first KB of two llama.cpp vocab GGUFs (v2 and v3) and a small valid
 # GGUF built by gguf-py from SmolLM2's real metadata and tensor rows; safetensors_fuzz gets the
-# golden files written by the safetensors package; peer_feed_fuzz a chunked peer feed with every event
+# golden files written by the safetensors package; peer_feed_fuzz a peer feed answer with every event
 # kind. Other targets start from an empty corpus.
 # Exit status is non-zero if any target finds a crash, leak or timeout (artifacts in $BUILD/fuzz).
 set -euo pipefail
@@ -70,7 +70,8 @@ seeds_safetensors_fuzz() {
   cp "$golden/tiny_llama/model-00004-of-00004.safetensors" "$out/"
 }
 
-# A peer feed as a router sends it after its HTTP head: chunked events (reset, replica, route, done, heartbeat).
+# A peer feed's answer as a router sends it: the HTTP head, then chunked events (reset, replica, route, done,
+# heartbeat).
 seeds_peer_feed_fuzz() {
   python3 - "$1/feed.bin" <<'PY'
 import sys
@@ -80,7 +81,8 @@ events = ['event: reset\ndata: {}\n\n',
           ':\n\n',
           'event: done\ndata: {"url":"http://127.0.0.1:8001","in_flight":1,"work":80}\n\n']
 body = "".join(f"{len(e.encode()):x}\r\n{e}\r\n" for e in events)
-open(sys.argv[1], "wb").write(b"\x2a" + body.encode())
+head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+open(sys.argv[1], "wb").write(b"\x2a" + head + body.encode())
 PY
 }
 

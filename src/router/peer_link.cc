@@ -2,7 +2,6 @@
 
 #include <sys/socket.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -28,17 +27,9 @@ namespace {
 
 constexpr int64_t kPeerReconnectMs = 100;
 constexpr int64_t kPeerIdleTimeoutMs = 3000;
-constexpr size_t kMaxPeerEventBytes = 64 << 10;
-constexpr size_t kMaxHeadBytes = 16 << 10;
 constexpr int kMaxReadsPerDrain = 64;  // 1 MiB: a drain never reads for long
 
 int64_t now_ms() { return now_us() / 1000; }
-
-bool has_chunked_encoding(std::string_view head) {
-  std::string lower(head);
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-  return lower.find("\r\ntransfer-encoding: chunked") != std::string::npos;
-}
 
 }  // namespace
 
@@ -76,11 +67,7 @@ void PeerLink::connect() {
     std::lock_guard lock(mu_);
     gen = ++generation_;
     fd_ = -1;
-    in_head_ = true;
-    chunked_ = false;
-    head_.clear();
-    chunks_ = ChunkedDecoder{};
-    reader_ = SseReader{};
+    reader_ = PeerFeedReader{};
   }
   auto c = conn_;
   const Endpoint& ep = svc_.peer_endpoint(peer_);
@@ -182,28 +169,7 @@ bool PeerLink::read_available(std::string* why) {
 }
 
 bool PeerLink::feed(std::string_view bytes, std::string* why) {
-  std::string rest;
-  if (in_head_) {
-    head_.append(bytes);
-    const size_t end = head_.find("\r\n\r\n");
-    if (end == std::string::npos) {
-      if (head_.size() <= kMaxHeadBytes) return true;
-      *why = "oversized answer head";
-      return false;
-    }
-    const int status = head_.size() >= 12 && head_.starts_with("HTTP/1.") ? std::atoi(head_.c_str() + 9) : 0;
-    if (status != 200) {
-      *why = fmt::format("answered {}", status);
-      return false;
-    }
-    chunked_ = has_chunked_encoding(std::string_view(head_).substr(0, end + 2));
-    rest = head_.substr(end + 4);
-    head_.clear();
-    in_head_ = false;
-    bytes = rest;
-  }
   auto list = svc_.replicas().snapshot();
-  bool ok = true;
   auto on_event = [&](const SseEvent& ev) {
     uint64_t group = 0;
     const PeerApply a = svc_.peers().apply(peer_, ev, *list, &group);
@@ -211,26 +177,7 @@ bool PeerLink::feed(std::string_view bytes, std::string* why) {
     if (a == PeerApply::kApplied && ev.event == "reset") KEEL_LOG_INFO("peer {} live", svc_.peers().url(peer_));
     if (a == PeerApply::kMalformed || a == PeerApply::kUnknownReplica) svc_.count_peer_dropped();
   };
-  auto on_data = [&](std::string_view data) {
-    if (ok && !reader_.feed(data, on_event, kMaxPeerEventBytes)) {
-      ok = false;
-      *why = "oversized event";
-    }
-  };
-  if (!chunked_) {
-    on_data(bytes);
-    return ok;
-  }
-  switch (chunks_.feed(bytes, on_data)) {
-    case ChunkedDecoder::State::kOk: return ok;
-    case ChunkedDecoder::State::kDone:
-      if (ok) *why = "the stream ended";
-      return false;
-    case ChunkedDecoder::State::kError:
-      if (ok) *why = "malformed chunked framing";
-      return false;
-  }
-  return ok;
+  return reader_.feed(bytes, on_event, why);
 }
 
 void PeerLink::fail(uint64_t gen, const std::string& why) {

@@ -1,6 +1,6 @@
 // PeerLink: one long-lived `GET /v1/router/peer_feed` per `--peer` (peer_feed.h has the stream), whose
 // events go to the service's PeerView and its route events' groups to the burst guard. The link reads
-// its socket itself (non-blocking reads, an HTTP head, chunked framing and SSE cut here) instead of
+// its socket itself (non-blocking reads into a PeerFeedReader: Beast's response parser, then SSE) instead of
 // through the upstream client, so that besides the reads its socket's readiness triggers on the io
 // thread, drain() can read what has arrived right before a decision, on the deciding thread: a peer's
 // route event that reached the kernel while this instance's io thread ran its own burst handlers is in
@@ -17,8 +17,7 @@
 #include <mutex>
 #include <string>
 
-#include "router/chunked_decoder.h"
-#include "router/sse_reader.h"
+#include "router/peer_feed_reader.h"
 
 namespace keel::router {
 
@@ -54,11 +53,7 @@ class PeerLink : public std::enable_shared_from_this<PeerLink> {
   std::mutex mu_;               // the reads and the parse state below
   int fd_ = -1;                 // guarded by mu_: the open connection's socket, -1 between connections
   uint64_t generation_ = 0;     // guarded by mu_: a new one per connection; stale handlers do nothing
-  bool in_head_ = true;         // guarded by mu_
-  bool chunked_ = false;        // guarded by mu_
-  std::string head_;            // guarded by mu_
-  ChunkedDecoder chunks_;       // guarded by mu_
-  SseReader reader_;            // guarded by mu_
+  PeerFeedReader reader_;       // guarded by mu_
   std::atomic<int64_t> last_data_ms_{0};
   std::atomic<bool> stopped_{false};
 };

@@ -1,8 +1,8 @@
-// libFuzzer target for the receive side of a router's peer link (peer_link.h): the bytes after the HTTP
-// head go through ChunkedDecoder, SseReader and PeerView::apply, as a peer's GET /v1/router/peer_feed
-// arrives. The first byte picks where the stream is cut into two reads. Any bytes must end in a state
-// (never a crash, an out-of-bounds read or a leak), and the figures PeerView keeps stay in their bounds.
-// Runs: scripts/fuzz.sh peer_feed_fuzz <seconds>.
+// libFuzzer target for the receive side of a router's peer link (peer_link.h): the bytes of a peer's
+// answer to GET /v1/router/peer_feed go through PeerFeedReader (Beast's response parser, then SseReader)
+// and PeerView::apply. The first byte picks where the stream is cut into two reads. Any bytes must end
+// in a state (never a crash, an out-of-bounds read or a leak), and the figures PeerView keeps stay in
+// their bounds. Runs: scripts/fuzz.sh peer_feed_fuzz <seconds>.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -10,10 +10,9 @@
 #include <string>
 #include <string_view>
 
-#include "router/chunked_decoder.h"
+#include "router/peer_feed_reader.h"
 #include "router/peer_view.h"
 #include "router/replica.h"
-#include "router/sse_reader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace keel::router;
@@ -27,18 +26,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                                  BreakerConfig{}));
   }
   PeerView view({"http://127.0.0.1:9000"});
-  ChunkedDecoder chunks;
-  SseReader reader;
-  bool ok = true;
+  PeerFeedReader reader;
   auto on_event = [&](const SseEvent& ev) {
     uint64_t group = 0;
     (void)view.apply(0, ev, replicas, &group);
   };
-  auto on_data = [&](std::string_view piece) {
-    if (ok) ok = reader.feed(piece, on_event, 64 << 10);
-  };
+  std::string why;
   for (std::string_view part : {all.substr(0, cut), all.substr(cut)}) {
-    if (chunks.feed(part, on_data) != ChunkedDecoder::State::kOk) break;
+    if (!reader.feed(part, on_event, &why)) break;
   }
   for (const auto& r : replicas) {
     const int64_t n = r->peer_in_flight.load();
