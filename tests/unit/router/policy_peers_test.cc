@@ -315,12 +315,6 @@ TEST(PeerSyncedInstances, RandomFeedTimingStaysWithinTwice) {
   }
 }
 
-}  // namespace
-}  // namespace keel::router
-
-namespace keel::router {
-namespace {
-
 // --near-burst-window-ms (CacheAwareConfig::near_burst_window_ms): the hot group's Poisson pair (2 seen in
 // the burst window, the holder over the count bound but cheap to queue on by the cost test) is a warm
 // queue when its previous arrival is older than the window, and a spill (the near-burst rule: the other
