@@ -17,11 +17,16 @@ router's GET /v1/router/peer_feed (as a peer instance would, docs/router.md) for
 decision and completion also emits a peer event: the cost of exact peer sync on the proxy path;
 --baseline-peer-feed does the same for the baseline keel (two builds' peer feeds compared).
 --keel-args "FLAGS" adds flags to the keel router under test only (e.g. --http-threads 2).
+--rates R,R... adds open-loop runs at those total request rates (Poisson arrivals over --rate-procs
+generators x --rate-connections each; latency from each request's scheduled time), direct and through
+each router: the latency a request pays at a given offered load, rather than at a saturated core,
+where a closed loop's p99 is its connections' queue (connections x the router's CPU per request).
 
 Usage: bench/bench_router.py [--build build] [--sglang-router PYTHON] [--seconds 5] [--connections 8]
          [--router-cpu C --other-cpus LIST] [--peak-procs 4 --peak-connections 16] [--repeat N]
          [--low-connections 1] [--upstream-threads 0] [--baseline-keel BIN] [--no-decision]
          [--peer-feed] [--baseline-peer-feed] [--keel-args "FLAGS"]
+         [--rates 10000,20000 --rate-procs 4 --rate-connections 16]
   --sglang-router: a python that has sglang-router installed (pip install sglang-router==0.3.2).
 """
 import argparse
@@ -66,25 +71,32 @@ def cpu_seconds(pid: int) -> float:
 PIN = {"router": [], "other": []}  # taskset prefixes, set in main()
 
 
-def load(build: pathlib.Path, port: int, seconds: float, connections: int, procs: int = 1) -> dict:
+def load(build: pathlib.Path, port: int, seconds: float, connections: int, procs: int = 1, rate: float = 0) -> dict:
+    """Closed loop, or open loop at `rate` req/s in all (split over the procs). Several procs: requests
+    and req/s summed, p50 and p99 the worst proc's."""
     cmd = [*PIN["other"], str(build / "bench/bench_router/bench_router_load"), "127.0.0.1", str(port),
            "/v1/chat/completions", BODY, str(connections), str(seconds)]
+    if rate > 0:
+        cmd.append(str(rate / procs))
     if procs == 1:
         return json.loads(subprocess.check_output(cmd, text=True))
     runs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) for _ in range(procs)]
     parts = [json.loads(p.communicate()[0]) for p in runs]
     return {"requests": sum(x["requests"] for x in parts), "errors": sum(x["errors"] for x in parts),
             "rps": round(sum(x["rps"] for x in parts), 1), "p50_us": max(x["p50_us"] for x in parts),
-            "p99_us": max(x["p99_us"] for x in parts), "load_procs": procs, "connections_each": connections}
+            "p99_us": max(x["p99_us"] for x in parts), "load_procs": procs, "connections_each": connections,
+            "offered_rps": round(sum(x.get("offered_rps", 0) for x in parts), 1),
+            "late": sum(x.get("late", 0) for x in parts)}
 
 
-def measure(name, build, port, pid, seconds, connections, procs=1, warmup=1.0) -> dict:
-    load(build, port, warmup, connections, procs)  # warm-up: connections, pools, caches
+def measure(name, build, port, pid, seconds, connections, procs=1, warmup=1.0, rate=0.0) -> dict:
+    load(build, port, warmup, connections, procs, rate)  # warm-up: connections, pools, caches
     cpu0 = cpu_seconds(pid) if pid else 0.0
-    r = load(build, port, seconds, connections, procs)
+    r = load(build, port, seconds, connections, procs, rate)
     cpu = (cpu_seconds(pid) - cpu0) if pid else 0.0
     r["name"] = name
     r["connections"] = connections * procs
+    r["rate"] = rate
     r["router_cpu_s"] = round(cpu, 3)
     r["req_per_cpu_s"] = round(r["requests"] / cpu, 1) if cpu > 0 else None
     r["cpu_us_per_req"] = round(cpu * 1e6 / r["requests"], 1) if r["requests"] and cpu > 0 else None
@@ -127,6 +139,9 @@ def run_router(kind, build, bport, a, results):
             results.append(measure(name + " low load", build, port, proc.pid, a.seconds, a.low_connections,
                                    warmup=a.warmup))
         results.append(measure(name, build, port, proc.pid, a.seconds, a.connections, warmup=a.warmup))
+        for rate in a.rates:
+            results.append(measure(f"{name} open loop {rate:g} req/s", build, port, proc.pid, a.seconds,
+                                   a.rate_connections, a.rate_procs, warmup=a.warmup, rate=rate))
         if a.router_cpu is not None and a.peak_procs > 0:
             r = measure(name + " saturated", build, port, proc.pid, a.seconds, a.peak_connections, a.peak_procs,
                         warmup=a.warmup)
@@ -189,7 +204,13 @@ def main() -> None:
                     help="more flags for the keel router under test (not the baseline), e.g. --http-threads 2")
     ap.add_argument("--peer-feed", action="store_true",
                     help="a reader subscribed to the keel router's /v1/router/peer_feed during its runs")
+    ap.add_argument("--rates", default="", help="open-loop runs at these total req/s, comma-separated")
+    ap.add_argument("--rate-procs", type=int, default=4, help="load generators in each open-loop run")
+    ap.add_argument("--rate-connections", type=int, default=16, help="connections per generator there")
     a = ap.parse_args()
+    a.rates = [float(x) for x in a.rates.split(",") if x]
+    if any(r <= 0 for r in a.rates):
+        ap.error("--rates: positive request rates")
     build = pathlib.Path(a.build)
     if a.router_cpu is not None:
         PIN["router"] = ["taskset", "-c", str(a.router_cpu)]
@@ -206,14 +227,19 @@ def main() -> None:
             direct = {}
             for conns in sorted({a.connections, a.low_connections} - {0}):
                 name = "direct" if conns == a.connections else "direct low load"
-                direct[conns] = measure(name, build, bport, None, a.seconds, conns, warmup=a.warmup)
-                results.append(direct[conns])
+                direct[(conns, 0.0)] = measure(name, build, bport, None, a.seconds, conns, warmup=a.warmup)
+                results.append(direct[(conns, 0.0)])
+            for rate in a.rates:
+                d = measure(f"direct open loop {rate:g} req/s", build, bport, None, a.seconds, a.rate_connections,
+                            a.rate_procs, warmup=a.warmup, rate=rate)
+                direct[(d["connections"], rate)] = d
+                results.append(d)
             for kind in kinds:
                 n = len(results)
                 run_router(kind, build, bport, a, results)
                 for r in results[n:]:
                     if "saturated" not in r["name"]:
-                        d = direct[r["connections"]]
+                        d = direct[(r["connections"], r["rate"])]
                         r["added_p50_us"] = r["p50_us"] - d["p50_us"]
                         r["added_p99_us"] = r["p99_us"] - d["p99_us"]
     finally:
