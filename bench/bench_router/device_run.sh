@@ -6,7 +6,8 @@
 #   D/keel_base   (optional: a keel binary from before a change, measured in the same run)
 #   D/wheels/     (optional: sglang-router 0.3.2 and its dependencies' wheels for that machine's Python)
 # then run `D/device_run.sh OUTDIR [extra bench_router.py flags]`. Writes OUTDIR/router.json and logs.
-# Router pinned to CPU 2, backend (4 io threads) and load generators to CPUs 4-15, 3 s per run.
+# Router pinned to CPU 2, backend (4 io threads) and load generators to CPUs 4-15, 3 s per run; open-loop
+# runs at 5k-20k req/s besides the closed-loop ones (docs/performance.md, Session 13).
 set -u
 VENV=/tmp/keel-bench-sgr-venv-$$
 D="$(cd "$(dirname "$0")" && pwd)"
@@ -25,6 +26,7 @@ if [[ -d "$D/wheels" ]]; then
 fi
 if [[ -x "$D/keel_base" ]]; then args+=(--baseline-keel "$D/keel_base"); fi
 python3 "$D/bench_router.py" --build "$D/b" --seconds 3 --warmup 0.5 --router-cpu 2 --other-cpus 4-15 \
-  --backend-threads 4 --peak-procs 4 --peak-connections 16 --low-connections 1 "${args[@]}" "$@" \
+  --backend-threads 4 --peak-procs 4 --peak-connections 16 --low-connections 1 --rates 5000,10000,15000,20000 \
+  "${args[@]}" "$@" \
   >"$OUTDIR/router.json" 2>"$OUTDIR/bench.err"
 echo "bench_router.py rc $?" >>"$OUTDIR/machine.txt"
