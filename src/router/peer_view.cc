@@ -1,26 +1,8 @@
 #include "router/peer_view.h"
 
-#include <nlohmann/json.hpp>
+#include "router/peer_event.h"
 
 namespace keel::router {
-
-using nlohmann::json;
-
-namespace {
-
-constexpr int64_t kMaxInFlight = int64_t{1} << 40;
-constexpr int64_t kMaxWork = int64_t{1} << 56;
-
-bool read_count(const json& j, const char* key, int64_t limit, int64_t* out) {
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_number_integer()) return false;
-  const auto v = it->get<int64_t>();
-  if (v < 0 || v > limit) return false;
-  *out = v;
-  return true;
-}
-
-}  // namespace
 
 PeerView::PeerView(std::vector<std::string> peer_urls) {
   for (auto& u : peer_urls) peers_.push_back(Peer{.url = std::move(u)});
@@ -54,8 +36,9 @@ void PeerView::resum(Replica& r) const {
 PeerApply PeerView::apply(size_t peer, const SseEvent& ev, const ReplicaList& replicas, uint64_t* group) {
   *group = 0;
   if (ev.comment_only) return PeerApply::kIgnored;
-  const json j = json::parse(ev.data, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return PeerApply::kMalformed;
+  PeerFigures f;
+  const PeerParse parsed = parse_peer_figures(ev.data, &f);  // outside the lock
+  if (parsed == PeerParse::kNotObject) return PeerApply::kMalformed;
   std::lock_guard lock(mu_);
   Peer& p = peers_[peer];
   if (ev.event == "reset") {
@@ -67,23 +50,14 @@ PeerApply PeerView::apply(size_t peer, const SseEvent& ev, const ReplicaList& re
   }
   if (ev.event != "replica" && ev.event != "route" && ev.event != "done") return PeerApply::kMalformed;
   if (!p.live) return PeerApply::kIgnored;
-  auto url = j.find("url");
-  Figures f;
-  if (url == j.end() || !url->is_string() || !read_count(j, "in_flight", kMaxInFlight, &f.in_flight) ||
-      !read_count(j, "work", kMaxWork, &f.work)) {
-    return PeerApply::kMalformed;
-  }
-  uint64_t g = 0;
-  if (auto it = j.find("group"); it != j.end()) {
-    if (ev.event != "route" || !it->is_number_unsigned()) return PeerApply::kMalformed;
-    g = it->get<uint64_t>();
-  }
-  const auto& u = url->get_ref<const std::string&>();
+  if (parsed != PeerParse::kOk || (f.has_group && ev.event != "route")) return PeerApply::kMalformed;
   for (const auto& r : replicas) {
-    if (r->url != u) continue;
-    p.at[u] = f;
+    if (r->url != f.url) continue;
+    auto it = p.at.find(r->url);
+    if (it == p.at.end()) it = p.at.emplace(r->url, Figures{}).first;
+    it->second = Figures{.in_flight = f.in_flight, .work = f.work};
     resum(*r);
-    *group = g;
+    *group = f.group;
     return PeerApply::kApplied;
   }
   return PeerApply::kUnknownReplica;

@@ -2,7 +2,9 @@
 // answer to GET /v1/router/peer_feed go through PeerFeedReader (Beast's response parser, then SseReader)
 // and PeerView::apply. The first byte picks where the stream is cut into two reads. Any bytes must end
 // in a state (never a crash, an out-of-bounds read or a leak), and the figures PeerView keeps stay in
-// their bounds. Runs: scripts/fuzz.sh peer_feed_fuzz <seconds>.
+// their bounds. Each event's data also goes through both figure readers (peer_event.h): the in-place
+// scan must accept only what the JSON parse reads to the same figures. Runs: scripts/fuzz.sh
+// peer_feed_fuzz <seconds>.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -10,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "router/peer_event.h"
 #include "router/peer_feed_reader.h"
 #include "router/peer_view.h"
 #include "router/replica.h"
@@ -28,6 +31,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   PeerView view({"http://127.0.0.1:9000"});
   PeerFeedReader reader;
   auto on_event = [&](const SseEvent& ev) {
+    PeerFigures scanned, json;
+    const PeerParse parsed = parse_peer_figures_json(ev.data, &json);
+    if (scan_peer_figures(ev.data, &scanned) &&
+        (parsed != PeerParse::kOk || scanned.url != json.url || scanned.in_flight != json.in_flight ||
+         scanned.work != json.work || scanned.has_group != json.has_group || scanned.group != json.group)) {
+      std::abort();
+    }
     uint64_t group = 0;
     (void)view.apply(0, ev, replicas, &group);
   };

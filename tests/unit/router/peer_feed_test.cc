@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "router/peer_event.h"
 #include "router/peer_feed.h"
 #include "router/peer_view.h"
 #include "router/replica.h"
@@ -47,10 +48,15 @@ ReplicaList one_replica() {
 }
 
 // Feeds `bytes` to a peer's view of `list` (peer 0); returns the route events' groups seen.
+// Every figures event this feed writes is in the shape the peer's scan reads in place (peer_event.h).
 std::vector<uint64_t> read_as_peer(SseReader& reader, PeerView& view, const ReplicaList& list,
                                    const std::string& bytes) {
   std::vector<uint64_t> groups;
   EXPECT_TRUE(reader.feed(bytes, [&](const SseEvent& ev) {
+    PeerFigures f;
+    if (!ev.comment_only && ev.event != "reset") {
+      EXPECT_TRUE(scan_peer_figures(ev.data, &f)) << ev.data;
+    }
     uint64_t group = 0;
     EXPECT_EQ(view.apply(0, ev, list, &group), ev.comment_only ? PeerApply::kIgnored : PeerApply::kApplied);
     if (ev.event == "route") groups.push_back(group);
