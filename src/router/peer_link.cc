@@ -16,6 +16,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "router/peer_event.h"
 #include "router/service.h"
 
 namespace keel::router {
@@ -28,6 +29,18 @@ namespace {
 constexpr int64_t kPeerReconnectMs = 100;
 constexpr int64_t kPeerIdleTimeoutMs = 3000;
 constexpr int kMaxReadsPerDrain = 64;  // 1 MiB: a drain never reads for long
+constexpr size_t kMaxWarnedUrls = 8;   // a peer naming many unknown replicas cannot flood the log
+constexpr size_t kMaxLoggedUrlBytes = 200;
+
+// A peer's URL for the log: printable ASCII, control and other bytes as '?', at most kMaxLoggedUrlBytes.
+std::string printable(std::string_view s) {
+  std::string out(s.substr(0, kMaxLoggedUrlBytes));
+  for (char& c : out) {
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) c = '?';
+  }
+  if (s.size() > kMaxLoggedUrlBytes) out += "...";
+  return out;
+}
 
 int64_t now_ms() { return now_us() / 1000; }
 
@@ -176,8 +189,20 @@ bool PeerLink::feed(std::string_view bytes, std::string* why) {
     if (a == PeerApply::kApplied && group != 0) svc_.add_peer_arrival(group);
     if (a == PeerApply::kApplied && ev.event == "reset") KEEL_LOG_INFO("peer {} live", svc_.peers().url(peer_));
     if (a == PeerApply::kMalformed || a == PeerApply::kUnknownReplica) svc_.count_peer_dropped();
+    if (a == PeerApply::kUnknownReplica) warn_unknown_replica(ev.data);
   };
   return reader_.feed(bytes, on_event, why);
+}
+
+void PeerLink::warn_unknown_replica(std::string_view data) {
+  if (warned_urls_.size() >= kMaxWarnedUrls) return;
+  PeerFigures f;
+  if (parse_peer_figures(data, &f) != PeerParse::kOk || !warned_urls_.emplace(f.url).second) return;
+  KEEL_LOG_WARN(
+      "peer {} reports requests on replica '{}', which this instance does not route to: its figures there "
+      "are dropped (give every instance the same replicas, with URLs spelled alike; "
+      "keel_router_peer_events_dropped_total counts such events)",
+      svc_.peers().url(peer_), printable(f.url));
 }
 
 void PeerLink::fail(uint64_t gen, const std::string& why) {

@@ -8,7 +8,10 @@
 // non-200 answer, a stream silent past kPeerIdleTimeoutMs (the peer sends a heartbeat each second),
 // malformed framing or an oversized event drops the peer's contribution at once (decisions fall back
 // to the --instance estimate) and reconnects after kPeerReconnectMs; malformed events are dropped one
-// by one.
+// by one. An event about a replica URL this instance does not route to (another spelling of the same
+// replica, or a replica set that differs between the instances) is dropped too, and the first few
+// such URLs are logged as a warning once each: the instances' views then disagree, which the metric
+// alone (keel_router_peer_events_dropped_total) would leave to be noticed.
 #pragma once
 
 #include <atomic>
@@ -16,6 +19,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
+#include <unordered_set>
 
 #include "router/peer_feed_reader.h"
 
@@ -42,6 +47,8 @@ class PeerLink : public std::enable_shared_from_this<PeerLink> {
   // Reads until the socket has nothing more; false when the connection failed (why set).
   bool read_available(std::string* why);
   bool feed(std::string_view bytes, std::string* why);
+  // A kUnknownReplica event's data: warns once per replica URL (at most kMaxWarnedUrls). Under mu_.
+  void warn_unknown_replica(std::string_view data);
   void connect();
   void fail(uint64_t generation, const std::string& why);
   void arm_read(uint64_t generation);
@@ -54,6 +61,7 @@ class PeerLink : public std::enable_shared_from_this<PeerLink> {
   int fd_ = -1;                 // guarded by mu_: the open connection's socket, -1 between connections
   uint64_t generation_ = 0;     // guarded by mu_: a new one per connection; stale handlers do nothing
   PeerFeedReader reader_;       // guarded by mu_
+  std::unordered_set<std::string> warned_urls_;  // guarded by mu_
   std::atomic<int64_t> last_data_ms_{0};
   std::atomic<bool> stopped_{false};
 };

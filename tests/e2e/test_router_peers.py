@@ -2,8 +2,8 @@
 router processes peered with each other in front of one real `keel serve` replica (SmolLM2, CPU). A
 stream through A shows up in B's view (B's /metrics: A's in-flight count on the replica) and leaves it
 when it completes; killing A makes B drop A's contribution at once and report the feed down, and A
-back on its port makes it live again; a peer URL that is no router never goes live; a bad `--peer` is
-a CLI error."""
+back on its port makes it live again; a peer URL that is no router never goes live; a replica spelled
+differently on the two instances is dropped and warned about once; a bad `--peer` is a CLI error."""
 import json
 import signal
 import socket
@@ -123,6 +123,37 @@ def test_a_peer_url_that_is_no_router_never_goes_live(keel_bin, one_replica):
         assert proc.poll() is None
     finally:
         stop(proc)
+
+
+def test_a_replica_spelled_differently_on_the_peer_is_dropped_and_warned_about_once(keel_bin, one_replica):
+    """A names the replica http://127.0.0.1:P, B names the same replica http://localhost:P: B cannot match
+    A's figures to a replica of its own, so it drops them (counted), warns once in its log naming the
+    URL, and still routes; A, whose spelling B's events do not match either, warns about B's."""
+    replica = one_replica
+    other = replica.replace("127.0.0.1", "localhost")
+    assert other != replica
+    pa, pb = free_port(), free_port()
+    a, b = f"http://127.0.0.1:{pa}", f"http://127.0.0.1:{pb}"
+    a_base, a_proc = start_router(keel_bin, [replica], "--instance", "0/2", "--peer", b, port=pa)
+    b_base, b_proc = start_router(keel_bin, [other], "--instance", "1/2", "--peer", a, port=pb)
+    try:
+        assert wait_for(lambda: gauge(b_base, "keel_router_peer_synced") == 1)
+        for _ in range(3):
+            assert chat_status(a_base) == 200
+            assert chat_status(b_base) == 200
+        assert wait_for(lambda: gauge(b_base, "keel_router_peer_events_dropped_total") >= 3)
+        assert wait_for(lambda: gauge(a_base, "keel_router_peer_events_dropped_total") >= 3)
+        # B's view of A's requests on its replica stays empty: the figures went nowhere.
+        assert gauge(b_base, f'keel_router_replica_peer_in_flight{{replica="{other}"}}') == 0
+    finally:
+        a_log = stop(a_proc)
+        b_log = stop(b_proc)
+    b_warnings = [line for line in b_log.splitlines() if "does not route to" in line]
+    assert len(b_warnings) == 1, b_log
+    assert replica in b_warnings[0] and a in b_warnings[0]
+    a_warnings = [line for line in a_log.splitlines() if "does not route to" in line]
+    assert len(a_warnings) == 1, a_log
+    assert other in a_warnings[0] and b in a_warnings[0]
 
 
 @pytest.mark.parametrize("peer, message", [("localhost:9000", "must start with http://"),
