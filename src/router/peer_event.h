@@ -18,6 +18,10 @@ inline constexpr int64_t kMaxPeerInFlight = int64_t{1} << 40;
 inline constexpr int64_t kMaxPeerWork = int64_t{1} << 56;
 
 struct PeerFigures {
+  PeerFigures() = default;
+  PeerFigures(const PeerFigures&) = delete;  // url may point into url_storage: a copy would dangle
+  PeerFigures& operator=(const PeerFigures&) = delete;
+
   std::string_view url;  // into the parsed data (scan) or into url_storage (JSON)
   std::string url_storage;
   int64_t in_flight = 0;
