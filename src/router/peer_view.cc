@@ -53,9 +53,7 @@ PeerApply PeerView::apply(size_t peer, const SseEvent& ev, const ReplicaList& re
   if (parsed != PeerParse::kOk || (f.has_group && ev.event != "route")) return PeerApply::kMalformed;
   for (const auto& r : replicas) {
     if (r->url != f.url) continue;
-    auto it = p.at.find(r->url);
-    if (it == p.at.end()) it = p.at.emplace(r->url, Figures{}).first;
-    it->second = Figures{.in_flight = f.in_flight, .work = f.work};
+    p.at[r->url] = Figures{.in_flight = f.in_flight, .work = f.work};
     resum(*r);
     *group = f.group;
     return PeerApply::kApplied;
