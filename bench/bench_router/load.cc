@@ -47,16 +47,21 @@ class Conn : public std::enable_shared_from_this<Conn> {
         ++self->stats_.errors;
         return;
       }
-      if (self->rate_ > 0) {
-        self->due_ = Clock::now();
-        self->schedule();
-      } else {
-        self->send();
-      }
+      self->due_ = Clock::now();
+      self->next();
     });
   }
 
  private:
+  // The next request: at once (closed loop) or at the next arrival (open loop).
+  void next() {
+    if (rate_ > 0) {
+      schedule();
+    } else {
+      send();
+    }
+  }
+
   // Open loop: the next arrival after due_; sends at once when it is already due.
   void schedule() {
     due_ += std::chrono::nanoseconds(static_cast<int64_t>(std::exponential_distribution<double>(rate_)(rng_) * 1e9));
@@ -89,11 +94,7 @@ class Conn : public std::enable_shared_from_this<Conn> {
           self->stats_.latencies_us.push_back(
               std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - self->t0_).count());
         }
-        if (self->rate_ > 0) {
-          self->schedule();
-        } else {
-          self->send();
-        }
+        self->next();
       });
     });
   }
