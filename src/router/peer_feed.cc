@@ -40,9 +40,8 @@ void PeerFeed::subscribe(const server::http::ExchangePtr& ex, const ReplicaList&
   }
   n_subs_.fetch_add(1, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_seq_cst);  // before the snapshot reads (PeerFeed::active)
-  // Writes run at once when the flush already runs on this connection's strand (peer_feed.h); the
-  // head and the snapshot below then go out here, before any flush can write an event.
-  ex->dispatch_when_on_strand();
+  // The head and the snapshot below are queued on this connection before any flush can write an event
+  // (the exchange keeps call order; it runs them at once when this is its strand, server/http/exchange.h).
   ex->begin_stream(200, "text/event-stream", {{"Cache-Control", "no-cache"}});
   // Events pending for the others come first (the new subscriber's snapshot already holds them).
   if (!pending_.empty()) {

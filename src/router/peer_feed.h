@@ -14,7 +14,7 @@
 // decision's event waited behind every handler queued before it, the rest of a burst's decisions:
 // 0.1-0.9 ms on the device (docs/performance.md Session 12), longer than the gaps between two
 // instances' decisions. Every flush takes the whole pending buffer under the mutex and writes it on
-// the target's strand (the other subscribers' writes posted there in that order), so every
+// the target's strand (the other subscribers' writes queued from there in that order), so every
 // subscriber gets the events in the order made. Any thread; the no-subscriber path is a fence and
 // one atomic load.
 #pragma once

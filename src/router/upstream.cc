@@ -14,6 +14,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -125,7 +126,9 @@ class Call final : public UpstreamCall, public std::enable_shared_from_this<Call
       stream_ = std::move(s);
       strand_ = stream_->get_executor();
       reused_ = true;
-      net::post(strand_, [self = shared_from_this()] { self->write(); });
+      // At once when the caller already runs on the connection's executor (one io thread): write()
+      // only starts the write, and no callback can run inside it (its completion is always posted).
+      net::dispatch(strand_, [self = shared_from_this()] { self->write(); });
       return;
     }
     if (client_->one_thread) {

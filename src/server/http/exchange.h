@@ -1,8 +1,11 @@
 // One request/response exchange on a connection, as a route handler sees it. The handler answers
 // once with respond(), or opens a chunked stream (begin_stream, push..., end_stream). Every method is
-// thread-safe: calls are posted to the connection's strand (or run at once after
-// dispatch_when_on_strand), in call order per calling thread, and become no-ops once the exchange has ended or the
-// connection is gone. Implemented in http/server.cc.
+// thread-safe and keeps call order per calling thread. respond, begin_stream, push, end_stream and
+// on_disconnect run at once when the caller already runs on the connection's strand (with one io
+// thread: on that thread) and none of the exchange's earlier calls is still queued; otherwise they are
+// posted to the strand. Running at once saves a handler round per call (a proxied answer: the upstream
+// read's handler writes it). They become no-ops once the exchange has ended or the connection is gone.
+// Implemented in http/server.cc.
 #pragma once
 
 #include <functional>
@@ -35,15 +38,10 @@ class Exchange {
   // thread), else posts it as post() does.
   virtual void dispatch(std::function<void()> fn) { post(std::move(fn)); }
 
-  // From now on respond, begin_stream, push and end_stream run at once when the caller already runs on
-  // the connection's strand (with one io thread: on that thread), and are posted otherwise. For a producer that writes
-  // with the least delay and keeps its calls in order itself (the router's peer feed: a posted write waits behind every
-  // handler queued before it, a burst's other decisions). Off by default.
-  virtual void dispatch_when_on_strand() {}
-
   // Registers the callback run (once, on the strand) when the client disconnects before the exchange
   // ends: read EOF/reset while the request is in flight, a failed write, or a stream buffer overflow.
-  // If the client is already gone, it runs at once (posted).
+  // If the client is already gone, it runs at once (posted). It never runs inside one of the calls
+  // above (a caller may hold a lock the callback takes): a disconnect those find is reported posted.
   virtual void on_disconnect(std::function<void()> fn) = 0;
 };
 

@@ -59,6 +59,7 @@ Status ServerConfig::validate() const {
 namespace {
 
 constexpr size_t kReadChunk = 4096;
+
 constexpr size_t kMaxWatchBuffered = 64 << 10;  // pipelined bytes buffered while a request runs
 
 class Connection;
@@ -106,6 +107,24 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void dispatch_on_strand(Fn&& fn) {
     net::dispatch(stream_.get_executor(), std::forward<Fn>(fn));
   }
+  // An exchange operation (ExchangeImpl::with_conn): run at once when the caller is on the strand and
+  // no earlier operation waits in the queue (so operations keep their call order), else posted. While
+  // one runs at once its caller's locks are held, so the disconnect callback it may fire is posted.
+  template <typename Fn>
+  void exchange_op(Fn&& fn) {
+    const bool none_queued = queued_ops_.fetch_add(1, std::memory_order_acq_rel) == 0;
+    auto op = [self = shared_from_this(), fn = std::forward<Fn>(fn)]() mutable {
+      self->in_op_ = true;
+      fn(*self);
+      self->in_op_ = false;
+      self->queued_ops_.fetch_sub(1, std::memory_order_acq_rel);
+    };
+    if (none_queued) {
+      net::dispatch(stream_.get_executor(), std::move(op));
+    } else {
+      net::post(stream_.get_executor(), std::move(op));
+    }
+  }
 
   // On the strand. Called by stop(): idle connections close now, busy ones after their response.
   void on_server_stop() {
@@ -139,6 +158,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void on_write(beast::error_code ec);
   void finish_exchange();
   void close();
+  // Runs the disconnect callback: at once, or posted when an exchange operation is on the stack.
+  void fire_disconnect(std::function<void()>&& fn);
   bool is_current(uint64_t seq) const {
     return seq == seq_ && (phase_ == Phase::kHandling || phase_ == Phase::kStreaming) && !ended_;
   }
@@ -161,6 +182,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::function<void()> on_disconnect_;
   std::shared_ptr<std::atomic<ExchangeEnd>> end_state_;
   std::shared_ptr<Connection> self_hold_;  // keeps the connection alive while a handler owes an answer
+  std::atomic<int32_t> queued_ops_{0};     // exchange operations posted and not yet run (any thread)
+  bool in_op_ = false;                     // an exchange operation runs (on the strand)
 
   friend class ExchangeImpl;
 };
@@ -190,10 +213,9 @@ class ExchangeImpl final : public Exchange {
   void dispatch(std::function<void()> fn) override {
     if (auto c = conn_.lock()) c->dispatch_on_strand([c, fn = std::move(fn)] { fn(); });
   }
-  void dispatch_when_on_strand() override { dispatch_.store(true, std::memory_order_relaxed); }
   void on_disconnect(std::function<void()> fn) override {
     if (auto c = conn_.lock()) {
-      c->run_on_strand([c, seq = seq_, fn = std::move(fn)]() mutable { c->set_disconnect(seq, std::move(fn)); });
+      c->exchange_op([seq = seq_, fn = std::move(fn)](Connection& conn) mutable { conn.set_disconnect(seq, std::move(fn)); });
     } else if (end_->load() != ExchangeEnd::kDone) {
       fn();  // the connection is gone and this exchange never completed
     }
@@ -202,17 +224,10 @@ class ExchangeImpl final : public Exchange {
  private:
   template <typename Fn>
   void with_conn(Fn&& fn) {
-    auto c = conn_.lock();
-    if (!c) return;
-    if (dispatch_.load(std::memory_order_relaxed)) {
-      c->dispatch_on_strand([c, fn = std::forward<Fn>(fn)]() mutable { fn(*c); });
-    } else {
-      c->run_on_strand([c, fn = std::forward<Fn>(fn)]() mutable { fn(*c); });
-    }
+    if (auto c = conn_.lock()) c->exchange_op(std::forward<Fn>(fn));
   }
 
   std::weak_ptr<Connection> conn_;
-  std::atomic<bool> dispatch_{false};
   uint64_t seq_;
   std::shared_ptr<std::atomic<ExchangeEnd>> end_;
 };
@@ -390,7 +405,7 @@ void Connection::end_stream(uint64_t seq) {
 void Connection::set_disconnect(uint64_t seq, std::function<void()>&& fn) {
   if (seq != seq_) return;  // that exchange completed and a later one runs
   if (phase_ == Phase::kClosed) {
-    if (end_state_ && end_state_->load() != ExchangeEnd::kDone) fn();
+    if (end_state_ && end_state_->load() != ExchangeEnd::kDone) fire_disconnect(std::move(fn));
     return;
   }
   if (!ended_) on_disconnect_ = std::move(fn);
@@ -456,7 +471,7 @@ void Connection::close() {
   if (end_state_ && end_state_->load() == ExchangeEnd::kOpen) end_state_->store(ExchangeEnd::kAborted);
   if (auto fn = std::move(on_disconnect_)) {
     on_disconnect_ = nullptr;
-    fn();
+    fire_disconnect(std::move(fn));
   }
   self_hold_.reset();
   if (live_registered_) {
@@ -464,6 +479,14 @@ void Connection::close() {
     shared_.live.erase(this);
     live_registered_ = false;
     shared_.cv.notify_all();
+  }
+}
+
+void Connection::fire_disconnect(std::function<void()>&& fn) {
+  if (in_op_) {
+    run_on_strand([self = shared_from_this(), fn = std::move(fn)] { fn(); });
+  } else {
+    fn();
   }
 }
 

@@ -241,22 +241,23 @@ TEST_P(HttpServerTest, StreamPushedFromAnotherThreadArrivesInOrderAndKeepsTheCon
   EXPECT_EQ(again->status, 200);
 }
 
-// dispatch_when_on_strand (the router's peer feed): a push made on the stream's own strand is written
-// before the code that made it returns; without it, the push waits behind that code (here: for it to see
-// the push, so the handler answers "late" after 1 s). Both ways are checked, so each can fail.
-TEST_P(HttpServerTest, DispatchedPushLeavesBeforeTheHandlerThatMadeItReturns) {
-  for (bool dispatch : {true, false}) {
+// A push made on the stream's own strand, with none of the exchange's earlier calls queued, is written
+// before the code that made it returns (the router's peer feed and proxy rely on it). With an earlier call
+// still queued (here: a push posted from another thread while the strand is busy), it waits behind that
+// call, so the order holds and the handler answers "late" after 1 s. Both ways are checked, so each can fail.
+TEST_P(HttpServerTest, PushOnTheStrandLeavesBeforeTheCodeThatMadeItReturnsUnlessAnEarlierCallIsQueued) {
+  for (bool queued_before : {false, true}) {
     std::promise<ExchangePtr> feed_exchange;
     std::atomic<bool> seen{false};
     Router r;
     r.add("GET", "/feed", [&](HttpRequest&&, const ExchangePtr& ex) {
-      if (dispatch) ex->dispatch_when_on_strand();
       ex->begin_stream(200, "text/event-stream", {});
       feed_exchange.set_value(ex);
     });
     ExchangePtr feed;
     r.add("GET", "/poke", [&](HttpRequest&&, const ExchangePtr& ex) {
-      feed->dispatch([&seen, feed, ex] {  // on the feed's strand (one io thread: at once)
+      feed->dispatch([&seen, feed, ex, queued_before] {  // on the feed's strand
+        if (queued_before) std::thread([feed] { feed->push(sse_event("early")); }).join();  // posted: we hold the strand
         feed->push(sse_event("poke"));
         const auto until = std::chrono::steady_clock::now() + 1s;
         while (!seen.load() && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(1ms);
@@ -275,11 +276,52 @@ TEST_P(HttpServerTest, DispatchedPushLeavesBeforeTheHandlerThatMadeItReturns) {
     seen.store(got);
     auto answer = b.read_response();
     ASSERT_TRUE(answer.has_value());
-    EXPECT_EQ(got, dispatch) << "dispatch " << dispatch;
-    EXPECT_EQ(answer->body, dispatch ? "seen" : "late") << "dispatch " << dispatch;
+    EXPECT_EQ(got, !queued_before) << "queued before " << queued_before;
+    EXPECT_EQ(answer->body, queued_before ? "late" : "seen") << "queued before " << queued_before;
+    if (queued_before) {  // both arrive, in call order
+      std::string bytes;
+      ASSERT_TRUE(a.read_until([&bytes](const std::string& buf) {
+        bytes = buf;
+        return buf.find("data: poke") != std::string::npos;
+      }));
+      EXPECT_LT(bytes.find("data: early"), bytes.find("data: poke"));
+    }
     feed->end_stream();
     server.stop();
   }
+}
+
+// A push that runs at once on the strand and overflows the stream buffer disconnects the client; the
+// disconnect callback must not run inside that push, whose caller may hold a lock the callback takes (the
+// router's ProxyRequest does): it runs afterwards, once.
+TEST_P(HttpServerTest, DisconnectFoundInsideACallRunsItsCallbackAfterTheCall) {
+  std::atomic<bool> inside{false};
+  std::atomic<int> n_callbacks{0};
+  std::atomic<bool> ran_inside{false};
+  std::promise<void> handled;
+  Router r;
+  r.add("GET", "/flood", [&](HttpRequest&&, const ExchangePtr& ex) {
+    ex->on_disconnect([&] {
+      ran_inside.store(inside.load());
+      n_callbacks.fetch_add(1);
+    });
+    ex->begin_stream(200, "text/event-stream", {});  // its write is in flight: the push below piles up
+    inside.store(true);
+    ex->push(std::string(4096, 'x'));
+    inside.store(false);
+    handled.set_value();
+  });
+  auto config = test_config();
+  config.max_stream_buffer_bytes = 1024;
+  HttpServer server(config, std::move(r));
+  ASSERT_TRUE(server.start().ok());
+  RawClient c(server.port());
+  ASSERT_TRUE(c.send(test::get("/flood")));
+  handled.get_future().get();
+  const auto deadline = std::chrono::steady_clock::now() + 2s;
+  while (n_callbacks.load() == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(5ms);
+  EXPECT_EQ(n_callbacks.load(), 1);
+  EXPECT_FALSE(ran_inside.load());
 }
 
 TEST_P(HttpServerTest, ClientDisconnectMidStreamFiresTheCallbackAtOnce) {
