@@ -159,6 +159,7 @@ void register_router(CLI::App& app) {
   cmd->add_option("--host", a->http.host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", a->http.port, "Port to listen on (0 = any free port)")->capture_default_str();
   cmd->add_option("--http-threads", a->http.n_io_threads, "Front-end io threads")->capture_default_str();
+  cmd->add_option("--busy-poll-us", a->http.busy_poll_us, "Microseconds an io thread polls for events before it sleeps (0 = sleeps at once; > 0 spends an idle core to skip the wake-up per event)")->capture_default_str();
   cmd->add_option("--upstream-threads", a->router.upstream.n_threads, "Upstream io threads of their own (0 = run on the front end's --http-threads)")->capture_default_str();
   cmd->add_option("--max-body-bytes", a->http.max_body_bytes, "Largest request body (413 above)")->capture_default_str();
   cmd->add_option("--max-response-bytes", a->router.max_response_bytes, "Largest non-streamed response")->capture_default_str();

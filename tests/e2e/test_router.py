@@ -195,14 +195,17 @@ def test_approximate_index_without_a_tokenizer_also_follows_prefixes(keel_bin, r
         stop(proc)
 
 
-@pytest.mark.parametrize("threads", [("--http-threads", "2"), ("--http-threads", "2", "--upstream-threads", "2")],
-                         ids=["front_threads_run_upstream", "upstream_threads_of_its_own"])
-def test_other_thread_layouts_route_and_stream_alike(keel_bin, replicas, threads):
-    """The default runs everything on one io thread; two front-end threads sharing it with the upstream
-    side (strands), and an upstream client with threads of its own, must behave the same."""
+@pytest.mark.parametrize("threads, word", [(("--http-threads", "2"), "aide"),
+                                           (("--http-threads", "2", "--upstream-threads", "2"), "agent"),
+                                           (("--busy-poll-us", "200"), "butler")],
+                         ids=["front_threads_run_upstream", "upstream_threads_of_its_own", "busy_poll"])
+def test_other_thread_layouts_route_and_stream_alike(keel_bin, replicas, threads, word):
+    """The default runs everything on one io thread that sleeps when idle; two front-end threads sharing it
+    with the upstream side (strands), an upstream client with threads of its own, and an io thread that
+    polls before it sleeps (--busy-poll-us) must behave the same. Each layout uses its own prompts
+    (`word`), so that the replicas' caches hold none of them before the check."""
     base, proc = start_router(keel_bin, replicas[0], *threads)
     try:
-        word = "aide" if len(threads) == 2 else "agent"
         check_prefix_routing(base, [s.replace("assistant", word) for s in SYSTEMS])
         c = client_for(base)
         msgs = [{"role": "user", "content": "Name three colours."}]
@@ -416,6 +419,14 @@ def test_router_restarts_with_its_admin_replica_set_from_the_state_file(keel_bin
             assert again == holder and resp.usage.prompt_tokens_details.cached_tokens >= 80
     finally:
         stop(proc)
+
+
+@pytest.mark.parametrize("value", ["-1", "1000001", "ten"])
+def test_a_bad_busy_poll_is_a_cli_error(keel_bin, replicas, value):
+    proc = subprocess.run([keel_bin, "router", "--port", "0", "--workers", replicas[0][0], "--busy-poll-us", value],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert "busy" in proc.stderr.lower(), proc.stderr
 
 
 @pytest.mark.parametrize("text,message", [("{not json", "not a JSON object"),

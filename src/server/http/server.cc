@@ -53,6 +53,9 @@ Status ServerConfig::validate() const {
       drain_timeout_ms < 0) {
     return make_error(ErrorCode::kInvalidArgument, "timeouts must be positive");
   }
+  if (busy_poll_us < 0 || busy_poll_us > 1'000'000) {
+    return make_error(ErrorCode::kInvalidArgument, "busy_poll_us must be in [0, 1000000], got {}", busy_poll_us);
+  }
   return {};
 }
 
@@ -60,6 +63,23 @@ namespace {
 
 constexpr size_t kReadChunk = 4096;
 
+// An io thread's loop: ioc.run(), or with busy_poll_us > 0, ready handlers and reactor events are taken
+// without blocking (poll: epoll_wait with timeout 0) until none came for busy_poll_us; only then does it
+// block for the next one (run_one).
+void run_io_thread(net::io_context& ioc, int32_t busy_poll_us) {
+  if (busy_poll_us <= 0) {
+    ioc.run();
+    return;
+  }
+  const auto window = std::chrono::microseconds(busy_poll_us);
+  while (!ioc.stopped()) {
+    auto idle_since = Clock::now();
+    while (ioc.poll() == 0 && !ioc.stopped() && Clock::now() - idle_since < window) {
+    }
+    if (ioc.stopped()) return;
+    if (Clock::now() - idle_since >= window) ioc.run_one();
+  }
+}
 constexpr size_t kMaxWatchBuffered = 64 << 10;  // pipelined bytes buffered while a request runs
 
 class Connection;
@@ -570,7 +590,9 @@ Status HttpServer::start() {
   impl_->port = acc.local_endpoint().port();
   impl_->work.emplace(impl_->ioc.get_executor());
   impl_->accept_next();
-  for (int i = 0; i < cfg.n_io_threads; ++i) impl_->threads.emplace_back([this] { impl_->ioc.run(); });
+  for (int i = 0; i < cfg.n_io_threads; ++i) {
+    impl_->threads.emplace_back([this] { run_io_thread(impl_->ioc, impl_->shared.config.busy_poll_us); });
+  }
   impl_->running = true;
   return {};
 }

@@ -429,6 +429,46 @@ TEST_P(HttpServerTest, ConfigIsValidatedAndPortClashIsAnError) {
   EXPECT_EQ(s.code(), ErrorCode::kIo);
 }
 
+// --busy-poll-us: io threads that poll before they sleep serve, stream and stop like sleeping ones. The
+// waits past the poll window make them sleep and be woken by the next request or push.
+TEST_P(HttpServerTest, BusyPollingThreadsServeStreamAndStop) {
+  Fixture f;
+  auto config = test_config();
+  config.busy_poll_us = 300;
+  HttpServer server(config, f.router());
+  ASSERT_TRUE(server.start().ok());
+  RawClient c(server.port());
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(c.send(test::get("/hello?i=" + std::to_string(i))));
+    auto r = c.read_response();
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->status, 200);
+    std::this_thread::sleep_for(5ms);  // past the poll window: the threads sleep until the next request
+  }
+  ASSERT_TRUE(c.send(test::get("/stream")));
+  auto ex = f.stream_exchange.get_future().get();
+  std::thread producer([ex] {
+    ex->push(sse_event("one"));
+    std::this_thread::sleep_for(5ms);
+    ex->push(sse_event("two"));
+    ex->end_stream();
+  });
+  auto r = c.read_response();
+  producer.join();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->body, "data: one\n\ndata: two\n\n");
+  server.stop();  // returns (a loop that missed the stop would hang here, and ctest's timeout fails it)
+}
+
+TEST_P(HttpServerTest, BusyPollOutsideItsRangeIsRefused) {
+  for (int32_t us : {-1, 1'000'001}) {
+    ServerConfig bad = test_config();
+    bad.busy_poll_us = us;
+    HttpServer s(bad, Router{});
+    EXPECT_EQ(s.start().code(), ErrorCode::kInvalidArgument) << us;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(IoThreads, HttpServerTest, ::testing::Values(1, 2));
 
 }  // namespace
