@@ -80,7 +80,7 @@ void PrefixIndex::record_routed(ReplicaId r, std::span<const uint64_t> hashes) {
   std::unique_lock lock(mu_);
   auto& p = entry(r);
   ++p.tick;
-  for (uint64_t h : hashes) p.approx[h] = p.tick;
+  for (uint64_t h : hashes) p.approx.set(h, p.tick);
   if (static_cast<int64_t>(p.approx.size()) > max_approx_entries_) evict_approx(p);
 }
 
@@ -89,13 +89,13 @@ void PrefixIndex::record_routed(ReplicaId r, std::span<const uint64_t> hashes) {
 void PrefixIndex::evict_approx(PerReplica& p) {
   std::vector<uint64_t> ticks;
   ticks.reserve(p.approx.size());
-  for (const auto& [h, t] : p.approx) ticks.push_back(t);
+  p.approx.for_each([&ticks](uint64_t, uint64_t t) { ticks.push_back(t); });
   size_t keep = static_cast<size_t>(max_approx_entries_ * 3 / 4);
   size_t drop = ticks.size() - std::min(keep, ticks.size());
   if (drop == 0) return;
   std::nth_element(ticks.begin(), ticks.begin() + static_cast<std::ptrdiff_t>(drop - 1), ticks.end());
   uint64_t cutoff = ticks[drop - 1];
-  std::erase_if(p.approx, [cutoff](const auto& kv) { return kv.second <= cutoff; });
+  p.approx.erase_if([cutoff](uint64_t, uint64_t t) { return t <= cutoff; });
 }
 
 void PrefixIndex::add_in_flight(ReplicaId r, KeysPtr keys) {

@@ -24,9 +24,10 @@
 #include <shared_mutex>
 #include <span>
 #include <unordered_map>
-#include <unordered_set>
 #include <utility>
 #include <vector>
+
+#include "router/flat_key_map.h"
 
 namespace keel::router {
 
@@ -93,8 +94,8 @@ class PrefixIndex {
  private:
   struct PerReplica {
     bool exact_live = false;
-    std::unordered_set<uint64_t> exact;
-    std::unordered_map<uint64_t, uint64_t> approx;  // hash -> tick last routed
+    FlatKeySet exact;
+    FlatKeyMap<uint64_t> approx;  // hash -> tick last routed
     uint64_t tick = 0;
     std::vector<KeysPtr> in_flight;
     std::vector<std::pair<KeysPtr, int64_t>> recent;   // served prompt, until this time (us)
