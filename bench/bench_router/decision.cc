@@ -1,6 +1,7 @@
 // The router's per-request decision cost, without sockets: prefix keys of a prompt (chained xxh3 over
 // token ids), a longest-match lookup in every replica's index, and the cache_aware pick — what
-// ProxyRequest::choose does after tokenization. Prints p50/p99 in microseconds per configuration.
+// ProxyRequest::choose does after tokenization (PrefixIndex::view: every candidate under one lock).
+// Prints p50/p99 in microseconds per configuration.
 // Usage: bench_router_decision [ITERATIONS]
 #include <algorithm>
 #include <chrono>
@@ -42,13 +43,17 @@ int main(int argc, char** argv) {
       std::vector<double> us;
       us.reserve(static_cast<size_t>(iters));
       std::vector<CandidateView> views(static_cast<size_t>(n_replicas));
+      std::vector<ReplicaId> ids(static_cast<size_t>(n_replicas));
+      for (int r = 0; r < n_replicas; ++r) ids[static_cast<size_t>(r)] = static_cast<ReplicaId>(r);
+      std::vector<PrefixIndex::View> held(static_cast<size_t>(n_replicas));
       int64_t sink = 0;
       for (int i = 0; i < iters; ++i) {
         const auto& prompt = prompts[static_cast<size_t>(i) % prompts.size()];
         auto t0 = Clock::now();
         auto keys = token_prefix_hashes(prompt);
+        index.view(ids, keys, held);  // as ProxyRequest::choose: every candidate under one lock
         for (int r = 0; r < n_replicas; ++r) {
-          views[static_cast<size_t>(r)] = {.load = (i + r) % 5, .match = index.match(static_cast<ReplicaId>(r), keys),
+          views[static_cast<size_t>(r)] = {.load = (i + r) % 5, .match = held[static_cast<size_t>(r)].match,
                                            .free_cache = 1000};
         }
         Pick p = policy->pick({.n_keys = static_cast<int64_t>(keys.size()), .random = rng()}, views);

@@ -163,12 +163,7 @@ int64_t PrefixIndex::n_pending(ReplicaId r) const {
                        [now](const auto& e) { return now < e.second; });
 }
 
-int64_t PrefixIndex::match(ReplicaId r, std::span<const uint64_t> hashes, int64_t* stored) const {
-  if (stored) *stored = 0;
-  std::shared_lock lock(mu_);
-  auto it = replicas_.find(r);
-  if (it == replicas_.end() || hashes.empty()) return 0;
-  const PerReplica& p = it->second;
+std::pair<size_t, size_t> PrefixIndex::listed_match(const PerReplica& p, std::span<const uint64_t> hashes) {
   size_t best_in_flight = 0, best_recent = 0;
   for (const KeysPtr& k : p.in_flight) best_in_flight = std::max(best_in_flight, common_prefix(*k, hashes));
   const int64_t now = p.recent.empty() && p.pending.empty() ? 0 : now_us();
@@ -178,14 +173,17 @@ int64_t PrefixIndex::match(ReplicaId r, std::span<const uint64_t> hashes, int64_
   for (const auto& [k, until] : p.pending) {
     if (now < until) best_in_flight = std::max(best_in_flight, common_prefix(*k, hashes));
   }
-  auto holds = [&](size_t i) {
-    return p.exact.contains(hashes[i]) || (!p.exact_live && p.approx.contains(hashes[i]));
-  };
+  return {best_in_flight, best_recent};
+}
+
+int64_t PrefixIndex::match_locked(const PerReplica& p, std::span<const uint64_t> hashes, int64_t* stored) {
+  if (hashes.empty()) return 0;
+  const auto [best_in_flight, best_recent] = listed_match(p, hashes);
   // Prefix-closed sets (and a union of two): find the first index not held by binary search.
   size_t lo = 0, hi = hashes.size();
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    if (holds(mid)) {
+    if (holds(p, hashes[mid])) {
       lo = mid + 1;
     } else {
       hi = mid;
@@ -193,6 +191,28 @@ int64_t PrefixIndex::match(ReplicaId r, std::span<const uint64_t> hashes, int64_
   }
   if (stored) *stored = static_cast<int64_t>(std::max(lo, best_recent));
   return static_cast<int64_t>(std::max({lo, best_recent, best_in_flight}));
+}
+
+int64_t PrefixIndex::match(ReplicaId r, std::span<const uint64_t> hashes, int64_t* stored) const {
+  if (stored) *stored = 0;
+  std::shared_lock lock(mu_);
+  auto it = replicas_.find(r);
+  return it == replicas_.end() ? 0 : match_locked(it->second, hashes, stored);
+}
+
+void PrefixIndex::view(std::span<const ReplicaId> ids, std::span<const uint64_t> hashes, std::span<View> out) const {
+  std::shared_lock lock(mu_);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    auto it = replicas_.find(ids[i]);
+    if (it == replicas_.end()) {
+      out[i] = View{};
+      continue;
+    }
+    const PerReplica& p = it->second;
+    out[i] = View{.match = match_locked(p, hashes, nullptr),
+                  .exact_live = p.exact_live,
+                  .n_entries = static_cast<int64_t>(p.exact_live ? p.exact.size() : p.approx.size())};
+  }
 }
 
 bool PrefixIndex::exact_live(ReplicaId r) const {

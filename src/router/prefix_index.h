@@ -86,6 +86,15 @@ class PrefixIndex {
   // `stored`, if given, gets how many of them r has stored: its set and its recently served prompts,
   // not the in-flight and pending ones (a prefill not done yet).
   int64_t match(ReplicaId r, std::span<const uint64_t> hashes, int64_t* stored = nullptr) const;
+  // What a routing decision needs of each candidate, from one consistent state (one lock, not three
+  // per candidate): match(id, hashes), whether its exact feed is live, and the entries of the set it is
+  // matched against (exact if live, else approximate: a proxy for the cache it fills).
+  struct View {
+    int64_t match = 0;
+    bool exact_live = false;
+    int64_t n_entries = 0;
+  };
+  void view(std::span<const ReplicaId> ids, std::span<const uint64_t> hashes, std::span<View> out) const;
   bool exact_live(ReplicaId r) const;
   int64_t n_exact(ReplicaId r) const;
   int64_t n_approx(ReplicaId r) const;
@@ -102,6 +111,15 @@ class PrefixIndex {
     std::vector<std::pair<KeysPtr, int64_t>> pending;  // announced prompt, until this time (us)
   };
   PerReplica& entry(ReplicaId r);  // under the unique lock
+  // Under a lock: whether p's set (exact if live, else exact and approximate) holds the key.
+  static bool holds(const PerReplica& p, uint64_t key) {
+    return p.exact.contains(key) || (!p.exact_live && p.approx.contains(key));
+  }
+  // Under a lock: the longest common prefix of `hashes` with p's in-flight and pending prompts
+  // (.first) and with its recently served ones (.second).
+  static std::pair<size_t, size_t> listed_match(const PerReplica& p, std::span<const uint64_t> hashes);
+  // Under a lock: match() for p.
+  static int64_t match_locked(const PerReplica& p, std::span<const uint64_t> hashes, int64_t* stored);
   void evict_approx(PerReplica& p);
 
   int64_t max_approx_entries_;

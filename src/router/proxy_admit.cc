@@ -3,6 +3,8 @@
 // which may need a seed and a resume body), prefix keys, and the choice of a replica among the
 // healthy candidates.
 #include <algorithm>
+#include <span>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -145,16 +147,19 @@ ReplicaPtr ProxyRequest::choose() {
   const bool synced = svc_.peers().all_live();
   const int64_t instances = svc_.config().cache_aware.instances;
   const bool peer_work = svc_.config().peer_work;
-  for (const ReplicaPtr* r : cands) {
-    const Replica& rep = **r;
-    const bool exact = svc_.index().exact_live(rep.id);
-    const int64_t match = prefix ? svc_.index().match(rep.id, *keys_) : 0;
+  std::vector<ReplicaId> ids;
+  ids.reserve(cands.size());
+  for (const ReplicaPtr* r : cands) ids.push_back((*r)->id);
+  std::vector<PrefixIndex::View> held(cands.size());
+  svc_.index().view(ids, prefix ? std::span<const uint64_t>(*keys_) : std::span<const uint64_t>(), held);
+  for (size_t i = 0; i < cands.size(); ++i) {
+    const Replica& rep = **cands[i];
     views.push_back(CandidateView{
         .load = synced ? rep.load_synced() : rep.load(instances),
         .work = rep.work.load(std::memory_order_relaxed) +
                 (synced && peer_work ? rep.peer_work.load(std::memory_order_relaxed) : 0),
-        .match = match,
-        .free_cache = rep.free_cache(exact ? svc_.index().n_exact(rep.id) : svc_.index().n_approx(rep.id)),
+        .match = held[i].match,
+        .free_cache = rep.free_cache(held[i].n_entries),
         .remote = !region_.empty() && !rep.labels.region.empty() && rep.labels.region != region_});
   }
   const auto n_keys = static_cast<int64_t>(keys_->size());

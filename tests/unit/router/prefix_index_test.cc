@@ -3,6 +3,8 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <random>
+#include <algorithm>
 #include <thread>
 #include <vector>
 
@@ -34,6 +36,56 @@ TEST(PrefixKey, CharBlocksShareFullBlocksOnly) {
   EXPECT_EQ(a[0], b[0]);
   EXPECT_EQ(a[1], b[1]);
   EXPECT_NE(a[2], b[2]);
+}
+
+// view() (one lock, lockstep searches) must give every candidate what match(), exact_live() and
+// n_exact()/n_approx() give it one by one: replicas with live and stale exact sets, approximate sets,
+// in-flight, served and announced prompts, one never seen, and prompts that share 0 to all keys.
+TEST(PrefixIndex, ViewGivesEachCandidateWhatTheSingleLookupsGive) {
+  std::mt19937 rng(7);
+  PrefixIndex idx(50'000);
+  std::vector<std::vector<int32_t>> systems(6);
+  for (auto& s : systems) {
+    s.resize(40 + rng() % 200);
+    for (auto& t : s) t = static_cast<int32_t>(rng() % 5000);
+  }
+  auto prompt = [&](size_t sys, size_t extra) {
+    auto p = systems[sys % systems.size()];
+    p.resize(p.size() - rng() % (p.size() / 2));  // a prefix of the system prompt...
+    for (size_t i = 0; i < extra; ++i) p.push_back(static_cast<int32_t>(rng() % 5000));  // ...and its own tail
+    return p;
+  };
+  const std::vector<ReplicaId> ids = {1, 2, 3, 4, 5, 6, 99};  // 99: never seen
+  for (ReplicaId r = 1; r <= 6; ++r) {
+    if (r % 3 == 0) {  // exact: live for 3, stale for 6 (its routed prompts count too)
+      idx.begin_exact(r);
+      for (int k = 0; k < 3; ++k) {
+        auto p = prompt(r + static_cast<size_t>(k), 10);
+        idx.add_exact(r, 0, p);
+      }
+      if (r == 6) idx.end_exact(r);
+    }
+    for (int k = 0; k < 3; ++k) idx.record_routed(r, token_prefix_hashes(prompt(r * 2 + static_cast<size_t>(k), 5)));
+    auto in_flight = std::make_shared<const std::vector<uint64_t>>(token_prefix_hashes(prompt(r + 1, 30)));
+    idx.add_in_flight(r, in_flight);
+    if (r % 2 == 0) idx.remove_in_flight(r, in_flight, true);  // served: counts as recent
+    if (r == 5) idx.add_pending(r, std::make_shared<const std::vector<uint64_t>>(token_prefix_hashes(prompt(0, 50))));
+  }
+  for (int q = 0; q < 200; ++q) {
+    const auto keys = q % 17 == 0 ? std::vector<uint64_t>{} : token_prefix_hashes(prompt(rng(), rng() % 40));
+    std::vector<PrefixIndex::View> got(ids.size());
+    idx.view(ids, keys, got);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const bool live = idx.exact_live(ids[i]);
+      EXPECT_EQ(got[i].match, idx.match(ids[i], keys)) << "query " << q << " replica " << ids[i];
+      EXPECT_EQ(got[i].exact_live, live) << ids[i];
+      EXPECT_EQ(got[i].n_entries, live ? idx.n_exact(ids[i]) : idx.n_approx(ids[i])) << ids[i];
+    }
+  }
+  std::vector<PrefixIndex::View> got(ids.size());
+  const auto whole = token_prefix_hashes(systems[2]);
+  idx.view(ids, whole, got);
+  EXPECT_GT(std::max_element(got.begin(), got.end(), [](auto& a, auto& b) { return a.match < b.match; })->match, 0);
 }
 
 TEST(PrefixIndex, ApproximateMatchesTheLongestRoutedPrefix) {
