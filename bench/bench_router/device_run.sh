@@ -7,7 +7,8 @@
 #   D/wheels/     (optional: sglang-router 0.3.2 and its dependencies' wheels for that machine's Python)
 # then run `D/device_run.sh OUTDIR [extra bench_router.py flags]`. Writes OUTDIR/router.json and logs.
 # Router pinned to CPU 2, backend (4 io threads) and load generators to CPUs 4-15, 3 s per run; open-loop
-# runs at 5k-20k req/s besides the closed-loop ones (docs/performance.md, Session 13).
+# runs at 5k-20k req/s (4 generators x 64 connections) besides the closed-loop ones (docs/performance.md,
+# Sessions 13-14).
 set -u
 VENV=/tmp/keel-bench-sgr-venv-$$
 D="$(cd "$(dirname "$0")" && pwd)"
