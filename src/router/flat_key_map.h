@@ -30,6 +30,22 @@ class FlatKeyMap {
     }
   }
 
+  // The value of key into `value`; false (value untouched) when absent.
+  bool find(uint64_t key, V& value) const {
+    if (key == 0) {
+      if (has_zero_) value = zero_value_;
+      return has_zero_;
+    }
+    if (keys_.empty()) return false;
+    for (size_t i = slot(key);; i = (i + 1) & mask_) {
+      if (keys_[i] == key) {
+        value = values_[i];
+        return true;
+      }
+      if (keys_[i] == 0) return false;
+    }
+  }
+
   // Inserts key with value, or sets the value of the key already there.
   void set(uint64_t key, V value) {
     if (key == 0) {

@@ -33,7 +33,9 @@ size_t common_prefix(const std::vector<uint64_t>& a, std::span<const uint64_t> b
 
 }  // namespace
 
-PrefixIndex::PerReplica& PrefixIndex::entry(ReplicaId r) { return replicas_[r]; }
+PrefixIndex::PerReplica& PrefixIndex::entry(ReplicaId r) {
+  return replicas_.try_emplace(r, max_approx_entries_).first->second;
+}
 
 void PrefixIndex::begin_exact(ReplicaId r) {
   std::unique_lock lock(mu_);
@@ -78,24 +80,7 @@ void PrefixIndex::remove_exact(ReplicaId r, uint64_t parent_hash, std::span<cons
 void PrefixIndex::record_routed(ReplicaId r, std::span<const uint64_t> hashes) {
   if (hashes.empty()) return;
   std::unique_lock lock(mu_);
-  auto& p = entry(r);
-  ++p.tick;
-  for (uint64_t h : hashes) p.approx.set(h, p.tick);
-  if (static_cast<int64_t>(p.approx.size()) > max_approx_entries_) evict_approx(p);
-}
-
-// Drops the least recently routed entries until the set is back to 3/4 of its bound. Ties (one
-// prompt's entries share a tick) go together, which keeps the set prefix-closed.
-void PrefixIndex::evict_approx(PerReplica& p) {
-  std::vector<uint64_t> ticks;
-  ticks.reserve(p.approx.size());
-  p.approx.for_each([&ticks](uint64_t, uint64_t t) { ticks.push_back(t); });
-  size_t keep = static_cast<size_t>(max_approx_entries_ * 3 / 4);
-  size_t drop = ticks.size() - std::min(keep, ticks.size());
-  if (drop == 0) return;
-  std::nth_element(ticks.begin(), ticks.begin() + static_cast<std::ptrdiff_t>(drop - 1), ticks.end());
-  uint64_t cutoff = ticks[drop - 1];
-  p.approx.erase_if([cutoff](uint64_t, uint64_t t) { return t <= cutoff; });
+  entry(r).approx.touch(hashes);
 }
 
 void PrefixIndex::add_in_flight(ReplicaId r, KeysPtr keys) {

@@ -4,8 +4,8 @@
 //    stream is live; a replica whose stream is live is matched against this set only, one whose stream
 //    was lost against its last exact set plus the approximate one until a fresh snapshot arrives;
 //  - approximate: what this router sent there, bounded to max_approx_entries per replica with
-//    least-recently-routed eviction (a prefix is touched whenever a longer one is, so eviction keeps
-//    the set prefix-closed and match() can binary-search);
+//    least-recently-routed eviction, O(1) per key (router/approx_lru.h: a prefix is touched whenever a
+//    longer one is, after it, so eviction keeps the set prefix-closed and match() can binary-search);
 //  - in flight and just finished: prompts the router sent there and has not seen finish, plus those
 //    that finished successfully within the last recent_ms, at most kMaxRecent of them (the replica
 //    publishes a stored prefix up to one feed interval after it answers, and a follower of the same
@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "router/approx_lru.h"
 #include "router/flat_key_map.h"
 
 namespace keel::router {
@@ -103,9 +104,9 @@ class PrefixIndex {
  private:
   struct PerReplica {
     bool exact_live = false;
+    explicit PerReplica(int64_t max_approx) : approx(max_approx) {}
     FlatKeySet exact;
-    FlatKeyMap<uint64_t> approx;  // hash -> tick last routed
-    uint64_t tick = 0;
+    ApproxLru approx;
     std::vector<KeysPtr> in_flight;
     std::vector<std::pair<KeysPtr, int64_t>> recent;   // served prompt, until this time (us)
     std::vector<std::pair<KeysPtr, int64_t>> pending;  // announced prompt, until this time (us)
@@ -120,7 +121,6 @@ class PrefixIndex {
   static std::pair<size_t, size_t> listed_match(const PerReplica& p, std::span<const uint64_t> hashes);
   // Under a lock: match() for p.
   static int64_t match_locked(const PerReplica& p, std::span<const uint64_t> hashes, int64_t* stored);
-  void evict_approx(PerReplica& p);
 
   int64_t max_approx_entries_;
   int64_t recent_us_;

@@ -32,7 +32,9 @@ Status RouterConfig::validate() const {
     return make_error(ErrorCode::kInvalidArgument, "breaker threshold and open time must be >= 1");
   }
   if (char_block_bytes < 1) return make_error(ErrorCode::kInvalidArgument, "char-block-bytes must be >= 1");
-  if (max_approx_entries < 1) return make_error(ErrorCode::kInvalidArgument, "max-approx-entries must be >= 1");
+  if (max_approx_entries < 1 || max_approx_entries > (int64_t{1} << 30)) {
+    return make_error(ErrorCode::kInvalidArgument, "max-approx-entries must be in [1, 2^30]");
+  }
   for (size_t i = 0; i < peers.size(); ++i) {
     if (auto ep = parse_replica_url(peers[i]); !ep.ok()) {
       return make_error(ErrorCode::kInvalidArgument, "--peer '{}': {}", peers[i], ep.status().message());
