@@ -54,16 +54,27 @@ void PrefixIndex::end_exact(ReplicaId r) {
 
 // A stored span ending inside an announced prompt means that prompt's prefill was stored (the exact
 // set now holds what it computed): its pending entry goes. A span ending elsewhere (another prompt)
-// leaves it.
+// leaves it. The exact set keeps each key's depth (tokens in its prefix), so the span's last key is
+// looked for at its own position in each announced prompt, not searched through all of it (64
+// announced prompts of 2,048 keys: 15 us per stored span under the exclusive lock). A parent the set
+// does not know (not expected from keel serve's feed, which stores parents first) leaves the span's
+// depths unknown (0) and falls back to the search.
 void PrefixIndex::add_exact(ReplicaId r, uint64_t parent_hash, std::span<const int32_t> tokens) {
   std::unique_lock lock(mu_);
   auto& p = entry(r);
+  uint32_t depth = 0;  // 0 = unknown
+  const bool known = parent_hash == 0 || (p.exact.find(parent_hash, depth) && depth > 0);
   for (int32_t t : tokens) {
     parent_hash = extend_token_hash(parent_hash, t);
-    p.exact.insert(parent_hash);
+    p.exact.set(parent_hash, known ? ++depth : 0);
   }
   if (tokens.empty() || p.pending.empty()) return;
   const uint64_t last = parent_hash;
+  if (known) {
+    const size_t at = depth - 1;
+    std::erase_if(p.pending, [last, at](const auto& e) { return e.first->size() > at && (*e.first)[at] == last; });
+    return;
+  }
   std::erase_if(p.pending,
                 [last](const auto& e) { return std::find(e.first->begin(), e.first->end(), last) != e.first->end(); });
 }

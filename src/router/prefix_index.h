@@ -105,7 +105,7 @@ class PrefixIndex {
   struct PerReplica {
     bool exact_live = false;
     explicit PerReplica(int64_t max_approx) : approx(max_approx) {}
-    FlatKeySet exact;
+    FlatKeyMap<uint32_t> exact;  // key -> its depth (tokens in the prefix it names; 0 = unknown)
     ApproxLru approx;
     std::vector<KeysPtr> in_flight;
     std::vector<std::pair<KeysPtr, int64_t>> recent;   // served prompt, until this time (us)

@@ -218,6 +218,28 @@ TEST(PrefixIndex, PendingCountsUntilItsStoredSpanArrives) {
   EXPECT_EQ(idx.match(2, token_prefix_hashes(follower)), 2);  // evicted: nothing pending props it up
 }
 
+// A stored span clears the announced prompt it ends inside: looked up at the span's depth when the
+// parent's depth is known (from the root, or a stored parent), searched for when it is not.
+TEST(PrefixIndex, PendingIsClearedByItsSpanWhetherOrNotTheParentIsKnown) {
+  std::vector<int32_t> a = {1, 2, 3, 4, 5, 6}, b = {7, 8, 9}, c = {7, 8, 9, 10};
+  PrefixIndex idx(1000, /*recent_ms=*/0, /*pending_ms=*/60'000);
+  idx.begin_exact(2);
+  idx.add_pending(2, keys_of(a));
+  idx.add_pending(2, keys_of(b));
+  idx.add_pending(2, keys_of(c));
+  // a's {4, 5} under a parent the router never saw stored ({1, 2, 3}): depth unknown, found by search.
+  idx.add_exact(2, token_prefix_hashes(std::vector<int32_t>{1, 2, 3}).back(), std::vector<int32_t>{4, 5});
+  EXPECT_EQ(idx.n_pending(2), 2);
+  idx.add_exact(2, 0, std::vector<int32_t>{7, 8});     // from the root: depth 2, ends inside b and c
+  EXPECT_EQ(idx.n_pending(2), 0);
+  idx.add_pending(2, keys_of(c));
+  // {9, 10} under the stored {7, 8} (depth 2): ends at c's last key (depth 4), which b (3 keys) lacks.
+  idx.add_pending(2, keys_of(b));
+  idx.add_exact(2, token_prefix_hashes(std::vector<int32_t>{7, 8}).back(), std::vector<int32_t>{9, 10});
+  EXPECT_EQ(idx.n_pending(2), 1);  // c cleared, b still pending
+  EXPECT_EQ(idx.match(2, token_prefix_hashes(c)), 4);
+}
+
 // match()'s `stored` count: the set and the recently served prompts, not a prompt in flight nor one
 // the replica announced (its prefill not done): the few-holders rule's "still prefilling".
 TEST(PrefixIndex, StoredCountsOnlyWhatThePrefillStored) {
