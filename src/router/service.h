@@ -142,8 +142,8 @@ class RouterService {
   // decision_mutex() with the decision, taken off by remove_group (which takes it). group_recent_locked:
   // the group's requests routed at or after since_ms (of the newest kMaxBurstArrivals; with `peers`, the
   // peers' route events received since then added; a group's history
-  // ends when its last request in flight does with burst_rate_factor = 0, else when it has been idle for
-  // 3 x kGroupRateMemoryMs).
+  // ends when its last request in flight does with burst_rate_factor = 0 and no peers, else when it has
+  // been idle for group_idle_ms()).
   int64_t group_in_flight_locked(uint64_t group) const;
   int64_t group_recent_locked(uint64_t group, int64_t since_ms, bool peers = false) const;
   // ms since the group's previous arrival (own or a peer's route event), 0 when it has none.
@@ -155,6 +155,10 @@ class RouterService {
   static constexpr int64_t kPeerHeartbeatMs = 1000;
   void remove_group(uint64_t group);
   int64_t group_requests() const { return group_requests_.load(std::memory_order_relaxed); }
+  // Entries in the group table (takes the decision mutex); an idle entry goes group_idle_ms() after its
+  // last arrival, at the next sweep.
+  int64_t n_groups() const;
+  int64_t group_idle_ms() const;
   server::Histogram& latency_seconds(Replica& r);
 
  private:
@@ -180,7 +184,7 @@ class RouterService {
   server::MetricsRegistry metrics_;
   server::Histogram* decision_s_ = nullptr;
   std::atomic<int64_t> decisions_[kNumDecisions] = {};
-  std::mutex decision_mu_;
+  mutable std::mutex decision_mu_;
   struct GroupState {
     int64_t in_flight = 0;
     RecentArrivals routed;
@@ -189,7 +193,7 @@ class RouterService {
   };
   // Guarded by decision_mu_. With burst_rate_factor = 0 no entries with 0 in flight; otherwise a group's
   // arrival history outlives its requests in flight (its rate is what judges its bursts) and an idle
-  // entry is swept kGroupRateMemoryMs x 3 after its last arrival (every kGroupSweepEvery additions).
+  // entry is swept group_idle_ms() after its last arrival (every kGroupSweepEvery additions).
   std::unordered_map<uint64_t, GroupState> groups_;
   int64_t group_adds_ = 0;
   std::atomic<int64_t> group_requests_{0};  // their sum, for /metrics
