@@ -3,9 +3,11 @@
 //
 // A connection cycles: wait for the first byte (idle timeout) -> read headers (header timeout) ->
 // read body (body timeout) -> dispatch to the route handler -> while the handler works, a "watch"
-// read detects the client going away -> response bytes are written on the strand -> next request or
-// close. Every member of Connection is touched only on its strand (with one io thread: on that
-// thread; "strand" below means either).
+// (a wait for readability, then a non-blocking read) detects the client going away and buffers
+// pipelined bytes -> response bytes are written on the strand -> next request or close. Bytes already
+// buffered are parsed without a read (a request that arrived whole costs no handler round). Every
+// member of Connection is touched only on its strand (with one io thread: on that thread; "strand"
+// below means either).
 #include "server/http/server.h"
 
 #include <atomic>
@@ -107,7 +109,10 @@ class ExchangeImpl;
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(tcp::socket&& socket, Shared& shared) : stream_(std::move(socket)), shared_(shared) {}
+  Connection(tcp::socket&& socket, Shared& shared) : stream_(std::move(socket)), shared_(shared) {
+    beast::error_code ignored;  // the watch's read must not block (on_watch); async operations are unaffected
+    stream_.socket().non_blocking(true, ignored);
+  }
 
   void start() {
     {
@@ -171,8 +176,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void on_body(beast::error_code ec);
   void dispatch();
   void fail(int status, std::string_view message);
+  // Parses what buffer_ holds into parser_ (consuming it) until the request is whole or more bytes are
+  // needed (ec clear), or a parse error (ec set).
+  void parse_buffered(beast::error_code& ec);
   void start_watch();
-  void on_watch(beast::error_code ec, size_t n);
+  void on_watch(beast::error_code ec);
   void queue_write(std::string&& bytes, bool ends_exchange);
   void flush();
   void on_write(beast::error_code ec);
@@ -269,6 +277,15 @@ void Connection::read_header() {
   parser_.emplace();
   parser_->header_limit(static_cast<uint32_t>(shared_.config.max_header_bytes));
   parser_->body_limit(static_cast<uint64_t>(shared_.config.max_body_bytes));
+  // Most requests arrive whole in one read: what is buffered is parsed here. The asynchronous reads
+  // below would find the same bytes, read nothing, and still cost a posted completion (a handler round)
+  // each for the header and the body.
+  if (buffer_.size() > 0) {
+    beast::error_code ec;
+    parse_buffered(ec);
+    if (ec) return parser_->is_header_done() ? on_body(ec) : on_header(ec);
+    if (parser_->is_header_done()) return on_header(ec);  // dispatches a whole request; else reads the rest
+  }
   stream_.expires_after(std::chrono::milliseconds(shared_.config.header_timeout_ms));
   bhttp::async_read_header(stream_, buffer_, *parser_,
                            [self = shared_from_this()](beast::error_code ec, size_t) { self->on_header(ec); });
@@ -287,7 +304,8 @@ void Connection::on_header(beast::error_code ec) {
   const auto& req = parser_->get();
   method_ = std::string(req.method_string());
   path_ = std::string(req.target().substr(0, req.target().find('?')));
-  if (!parser_->is_done() && iequals(req[bhttp::field::expect], "100-continue")) {
+  if (parser_->is_done()) return dispatch();  // the body came with the header
+  if (iequals(req[bhttp::field::expect], "100-continue")) {
     static const std::string kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
     stream_.expires_after(std::chrono::milliseconds(shared_.config.write_timeout_ms));
     net::async_write(stream_, net::buffer(kContinue), [self = shared_from_this()](beast::error_code wec, size_t) {
@@ -368,17 +386,36 @@ void Connection::fail(int status, std::string_view message) {
   respond(seq_, shared_.error_response(status, message));
 }
 
+void Connection::parse_buffered(beast::error_code& ec) {
+  while (buffer_.size() > 0 && !parser_->is_done()) {
+    const size_t n = parser_->put(buffer_.data(), ec);
+    buffer_.consume(n);
+    if (ec == bhttp::error::need_more) {
+      ec = {};
+      return;
+    }
+    if (ec || n == 0) return;
+  }
+}
+
+// The watch waits for readability rather than reading: a read started now would find nothing (the
+// client waits for its answer) and cost a failed recvmsg per request before the reactor took over.
 void Connection::start_watch() {
   if (watching_ || buffer_.size() >= kMaxWatchBuffered) return;
   watching_ = true;
   stream_.expires_never();
-  stream_.async_read_some(buffer_.prepare(kReadChunk),
-                          [self = shared_from_this()](beast::error_code ec, size_t n) { self->on_watch(ec, n); });
+  stream_.socket().async_wait(tcp::socket::wait_read,
+                              [self = shared_from_this()](beast::error_code ec) { self->on_watch(ec); });
 }
 
-void Connection::on_watch(beast::error_code ec, size_t n) {
+void Connection::on_watch(beast::error_code ec) {
   watching_ = false;
-  if (!ec) buffer_.commit(n);
+  if (!ec && phase_ != Phase::kClosed) {  // readable: pipelined bytes, or the client's EOF or reset
+    beast::error_code rec;
+    const size_t n = stream_.socket().read_some(buffer_.prepare(kReadChunk), rec);  // non-blocking socket
+    if (rec && rec != net::error::would_block && rec != net::error::try_again) ec = rec;
+    if (!rec) buffer_.commit(n);
+  }
   switch (phase_) {
     case Phase::kClosed: return;
     case Phase::kAfterExchange:

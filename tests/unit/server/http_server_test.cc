@@ -115,6 +115,46 @@ TEST_P(HttpServerTest, UnknownPathIs404AndWrongMethodIs405WithAllow) {
   EXPECT_EQ(r->headers["allow"], "POST");
 }
 
+// Requests pipelined in one write (parsed from the buffer without a read), a request whose bytes come
+// in pieces (header and body split: the asynchronous reads take over), and a request that arrives while
+// another is in flight (the watch reads it) are all answered, in order, on one connection.
+TEST_P(HttpServerTest, PipelinedSplitAndEarlyRequestsAreAnsweredInOrder) {
+  Fixture f;
+  HttpServer server(test_config(), f.router());
+  ASSERT_TRUE(server.start().ok());
+  RawClient c(server.port());
+  ASSERT_TRUE(c.send(test::post_json("/echo", "first") + test::get("/hello?x=2") + test::post_json("/echo", "third")));
+  for (const char* want : {"first", "hello x=2", "third"}) {
+    auto r = c.read_response();
+    ASSERT_TRUE(r.has_value()) << want;
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->body, want);
+  }
+  const std::string split = test::post_json("/echo", "in pieces");
+  size_t from = 0;
+  for (size_t at : {size_t{5}, split.find("\r\n\r\n") + 2, split.size() - 3, split.size()}) {
+    ASSERT_TRUE(c.send(split.substr(from, at - from)));
+    from = at;
+    std::this_thread::sleep_for(20ms);
+  }
+  auto r = c.read_response();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->body, "in pieces");
+  // The next request goes out while /hold still owes its answer: the watch buffers it, and it is served
+  // once the held exchange answers.
+  ASSERT_TRUE(c.send(test::get("/hold")));
+  auto held = f.held_exchange.get_future().get();
+  ASSERT_TRUE(c.send(test::get("/hello?x=after")));
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(f.n_disconnects.load(), 0);  // pipelined bytes are not a disconnect
+  held->respond(HttpResponse{.status = 200, .content_type = "text/plain", .body = "held"});
+  for (const char* want : {"held", "hello x=after"}) {
+    auto a = c.read_response();
+    ASSERT_TRUE(a.has_value()) << want;
+    EXPECT_EQ(a->body, want);
+  }
+}
+
 TEST_P(HttpServerTest, BodyOverTheLimitIs413) {
   Fixture f;
   HttpServer server(test_config(), f.router());
