@@ -8,7 +8,8 @@
 # Seeds: gguf_fuzz gets the first KB of two llama.cpp vocab GGUFs (v2 and v3) and a small valid
 # GGUF built by gguf-py from SmolLM2's real metadata and tensor rows; safetensors_fuzz gets the
 # golden files written by the safetensors package; peer_feed_fuzz a peer feed answer with every event
-# kind. Other targets start from an empty corpus.
+# kind; http_server_fuzz six client requests (whole, in pieces, pipelined, 100-continue, chunked). Other
+# targets start from an empty corpus.
 # Exit status is non-zero if any target finds a crash, leak or timeout (artifacts in $BUILD/fuzz).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -84,6 +85,17 @@ body = "".join(f"{len(e.encode()):x}\r\n{e}\r\n" for e in events)
 head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
 open(sys.argv[1], "wb").write(b"\x2a" + head + body.encode())
 PY
+}
+
+# Requests as clients send them (the first byte picks whole or in pieces): a JSON POST, a GET with a query,
+# a stream, two pipelined, Expect: 100-continue, a chunked body.
+seeds_http_server_fuzz() {
+  printf '\x00POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 13\r\n\r\n{"model":"m"}' >"$1/post"
+  printf '\x05GET /hello?a=1 HTTP/1.1\r\nHost: x\r\n\r\n' >"$1/get"
+  printf '\x00GET /stream HTTP/1.1\r\nHost: x\r\n\r\n' >"$1/stream"
+  printf '\x00GET /hello HTTP/1.1\r\nHost: x\r\n\r\nPOST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi' >"$1/pipelined"
+  printf '\x09POST /echo HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\nabc' >"$1/expect"
+  printf '\x00POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n' >"$1/chunked"
 }
 
 status=0
