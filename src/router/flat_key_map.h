@@ -63,7 +63,6 @@ class FlatKeyMap {
     }
     values_[i] = value;
   }
-  void insert(uint64_t key) { set(key, V{}); }
 
   void erase(uint64_t key) {
     if (key == 0) {
@@ -100,25 +99,6 @@ class FlatKeyMap {
     has_zero_ = false;
   }
 
-  // Calls fn(key, value) for every entry, in no particular order.
-  template <typename Fn>
-  void for_each(Fn&& fn) const {
-    if (has_zero_) fn(uint64_t{0}, zero_value_);
-    for (size_t i = 0; i < keys_.size(); ++i) {
-      if (keys_[i] != 0) fn(keys_[i], values_[i]);
-    }
-  }
-
-  // Erases every entry for which pred(key, value) holds; the table keeps its capacity.
-  template <typename Pred>
-  void erase_if(Pred&& pred) {
-    std::vector<uint64_t> doomed;
-    for_each([&](uint64_t k, const V& v) {
-      if (pred(k, v)) doomed.push_back(k);
-    });
-    for (uint64_t k : doomed) erase(k);
-  }
-
  private:
   // Fibonacci hashing: the top bits of key x 2^64/phi. The keys are hashes already; the multiply
   // guards against keys that differ only in their high bits.
@@ -151,7 +131,5 @@ class FlatKeyMap {
   bool has_zero_ = false;
   V zero_value_{};
 };
-
-using FlatKeySet = FlatKeyMap<uint8_t>;
 
 }  // namespace keel::router
