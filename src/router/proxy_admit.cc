@@ -217,7 +217,7 @@ ReplicaPtr ProxyRequest::choose() {
                                    std::memory_order_relaxed);
     chosen->cache_hit_keys.fetch_add(matched, std::memory_order_relaxed);
     chosen->prompt_keys.fetch_add(static_cast<int64_t>(keys_->size()), std::memory_order_relaxed);
-    if (!svc_.index().exact_live(chosen->id)) svc_.index().record_routed(chosen->id, *keys_);
+    if (!held[static_cast<size_t>(pick.index)].exact_live) svc_.index().record_routed(chosen->id, *keys_);
     svc_.index().add_in_flight(chosen->id, keys_);  // removed in release_replica
   }
   svc_.decision_seconds().observe(static_cast<double>(now_us() - t0) * 1e-6);
