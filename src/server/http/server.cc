@@ -64,6 +64,7 @@ Status ServerConfig::validate() const {
 namespace {
 
 constexpr size_t kReadChunk = 4096;
+constexpr size_t kMaxWatchBuffered = 64 << 10;  // pipelined bytes buffered while a request runs
 
 // An io thread's loop: ioc.run(), or with busy_poll_us > 0, ready handlers and reactor events are taken
 // without blocking (poll: epoll_wait with timeout 0) until none came for busy_poll_us; only then does it
@@ -75,14 +76,13 @@ void run_io_thread(net::io_context& ioc, int32_t busy_poll_us) {
   }
   const auto window = std::chrono::microseconds(busy_poll_us);
   while (!ioc.stopped()) {
-    auto idle_since = Clock::now();
-    while (ioc.poll() == 0 && !ioc.stopped() && Clock::now() - idle_since < window) {
+    const auto until = Clock::now() + window;
+    bool ran = false;
+    while (!(ran = ioc.poll() > 0) && !ioc.stopped() && Clock::now() < until) {
     }
-    if (ioc.stopped()) return;
-    if (Clock::now() - idle_since >= window) ioc.run_one();
+    if (!ran && !ioc.stopped()) ioc.run_one();
   }
 }
-constexpr size_t kMaxWatchBuffered = 64 << 10;  // pipelined bytes buffered while a request runs
 
 class Connection;
 
