@@ -1,7 +1,9 @@
 // A call: take a pooled connection or connect (connect timeout) -> write the request -> read the
 // response head (first-byte timeout) -> read the body piece by piece (idle timeout per read) -> give
 // the connection back to the pool if both sides keep it alive. Everything of one call runs on the
-// strand of its connection.
+// strand of its connection. The request is sent at once when the socket takes it whole, and body bytes
+// that came with the head are parsed from the buffer: a small answer then costs the call one reactor
+// wake-up (its read) and no posted completion.
 #include "router/upstream.h"
 
 #include <algorithm>
@@ -161,6 +163,8 @@ class Call final : public UpstreamCall, public std::enable_shared_from_this<Call
     stream_->async_connect(*results, [self = shared_from_this()](beast::error_code ec, const tcp::endpoint&) {
       if (self->done_) return;
       if (ec) return self->finish(UpstreamFailure::kConnect, fmt::format("connect {}: {}", self->key_, ec.message()));
+      beast::error_code ignored;  // write() sends without blocking; async operations are unaffected
+      self->stream_->socket().non_blocking(true, ignored);
       self->write();
     });
   }
@@ -168,7 +172,22 @@ class Call final : public UpstreamCall, public std::enable_shared_from_this<Call
   void write() {
     if (done_) return;
     stream_->expires_after(std::chrono::milliseconds(first_byte_ms_));
-    const std::array<net::const_buffer, 2> out{net::buffer(wire_), net::buffer(req_.body)};
+    // Sent now when the socket takes the whole request (it usually does): the asynchronous write would
+    // make the same send, then cost a handler round to report it. No callback runs inside write() (start()
+    // may run under its caller's locks): a failed send is reported from the queue, and the head's read
+    // below completes from the reactor or the queue, never inline.
+    beast::error_code sec;
+    const size_t sent = stream_->socket().write_some(
+        std::array<net::const_buffer, 2>{net::buffer(wire_), net::buffer(req_.body)}, sec);  // non-blocking socket
+    if (!sec && sent == wire_.size() + req_.body.size()) return read_head();
+    if (sec && sec != net::error::would_block && sec != net::error::try_again) {
+      net::post(strand_, [self = shared_from_this(), sec] {
+        if (!self->done_) self->early_failure(sec);
+      });
+      return;
+    }
+    const size_t head = sec ? 0 : std::min(sent, wire_.size()), body = sec ? 0 : sent - head;
+    const std::array<net::const_buffer, 2> out{net::buffer(wire_) + head, net::buffer(req_.body) + body};
     net::async_write(*stream_, out, [self = shared_from_this()](beast::error_code ec, size_t) {
       if (self->done_) return;
       if (ec) return self->early_failure(ec);
@@ -208,30 +227,50 @@ class Call final : public UpstreamCall, public std::enable_shared_from_this<Call
   }
 
   void read_body() {
-    if (done_) return;
-    if (parser_->is_done()) return complete();
-    if (!piece_) {  // sized to the body when its length is known and small (most answers are)
-      const auto length = parser_->content_length();
-      piece_size_ = length && *length > 0 && *length < kBodyPiece ? static_cast<size_t>(*length) : kBodyPiece;
-      piece_ = std::make_unique<char[]>(piece_size_);
+    while (!done_) {
+      if (parser_->is_done()) return complete();
+      if (!piece_) {  // sized to the body when its length is known and small (most answers are)
+        const auto length = parser_->content_length();
+        piece_size_ = length && *length > 0 && *length < kBodyPiece ? static_cast<size_t>(*length) : kBodyPiece;
+        piece_ = std::make_unique<char[]>(piece_size_);
+      }
+      parser_->get().body().data = piece_.get();
+      parser_->get().body().size = piece_size_;
+      parser_->get().body().more = true;
+      if (buffer_.size() == 0) break;
+      // Bytes that came with the head (or an earlier piece): parsed here. Beast's read would find them in
+      // the buffer and post its completion.
+      beast::error_code ec;
+      const size_t used = parser_->put(buffer_.data(), ec);
+      buffer_.consume(used);
+      if (ec == bhttp::error::need_more) {
+        if (used == 0) break;  // a chunk's head or the like is cut short: read the rest
+        ec = {};
+      }
+      if (!deliver_piece(ec) || used == 0) break;
     }
-    parser_->get().body().data = piece_.get();
-    parser_->get().body().size = piece_size_;
-    parser_->get().body().more = true;
+    if (done_) return;
     stream_->expires_after(std::chrono::milliseconds(idle_ms_));
     bhttp::async_read_some(*stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
       if (self->done_) return;
-      if (ec == bhttp::error::need_buffer) ec = {};
-      size_t n = self->piece_size_ - self->parser_->get().body().size;
-      if (n > 0 && self->cb_.on_data) self->cb_.on_data(std::string_view(self->piece_.get(), n));
-      if (self->done_) return;
-      if (ec == bhttp::error::end_of_stream && self->parser_->is_done()) ec = {};
-      if (ec) {
-        auto what = ec == beast::error::timeout ? std::string("idle timeout in the response body") : ec.message();
-        return self->finish(UpstreamFailure::kBody, fmt::format("{}: {}", self->key_, what));
-      }
-      self->read_body();
+      if (self->deliver_piece(ec)) self->read_body();
     });
+  }
+
+  // Hands the body bytes the last parse put into the piece to on_data; false when the call ended (an error
+  // or a callback that cancelled it).
+  bool deliver_piece(beast::error_code ec) {
+    if (ec == bhttp::error::need_buffer) ec = {};
+    const size_t n = piece_size_ - parser_->get().body().size;
+    if (n > 0 && cb_.on_data) cb_.on_data(std::string_view(piece_.get(), n));
+    if (done_) return false;
+    if (ec == bhttp::error::end_of_stream && parser_->is_done()) ec = {};
+    if (ec) {
+      auto what = ec == beast::error::timeout ? std::string("idle timeout in the response body") : ec.message();
+      finish(UpstreamFailure::kBody, fmt::format("{}: {}", key_, what));
+      return false;
+    }
+    return true;
   }
 
   void complete() {

@@ -4,10 +4,13 @@
 // A connection cycles: wait for the first byte (idle timeout) -> read headers (header timeout) ->
 // read body (body timeout) -> dispatch to the route handler -> while the handler works, a "watch"
 // (a wait for readability, then a non-blocking read) detects the client going away and buffers
-// pipelined bytes -> response bytes are written on the strand -> next request or close. Bytes already
-// buffered are parsed without a read (a request that arrived whole costs no handler round). Every
-// member of Connection is touched only on its strand (with one io thread: on that thread; "strand"
-// below means either).
+// pipelined bytes -> response bytes are written on the strand -> next request or close. The watch
+// started with a request stays after its answer and is the wait for the next one (idle timeout from a
+// lazy timer), so a keep-alive request costs one readability wait, not a cancel and a fresh read. Bytes
+// already buffered are parsed without a read, and an answer's last bytes are sent at once when the
+// socket takes them (a request that arrived whole and whose answer fits the socket buffer costs no
+// handler round beyond its read). Every member of Connection is touched only on its strand (with one io
+// thread: on that thread; "strand" below means either).
 #include "server/http/server.h"
 
 #include <atomic>
@@ -25,6 +28,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -109,8 +113,11 @@ class ExchangeImpl;
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(tcp::socket&& socket, Shared& shared) : stream_(std::move(socket)), shared_(shared) {
-    beast::error_code ignored;  // the watch's read must not block (on_watch); async operations are unaffected
+  Connection(tcp::socket&& socket, Shared& shared)
+      : stream_(std::move(socket)), idle_timer_(stream_.get_executor()), shared_(shared) {
+    // The watch's read and the answer's first send must not block (on_watch, flush); async operations are
+    // unaffected.
+    beast::error_code ignored;
     stream_.socket().non_blocking(true, ignored);
   }
 
@@ -167,9 +174,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void set_disconnect(uint64_t seq, std::function<void()>&& fn);
 
  private:
-  enum class Phase { kIdle, kReadingHeader, kReadingBody, kHandling, kStreaming, kAfterExchange, kClosed };
+  enum class Phase { kIdle, kReadingHeader, kReadingBody, kHandling, kStreaming, kClosed };
 
+  // The keep-alive wait: the watch (kept from the last exchange, or started) and the idle deadline.
   void wait_idle();
+  // The idle timer is lazy: armed when none is pending, it fires at the deadline it was armed for, and
+  // re-arms when the connection is still idle and the deadline moved later (each exchange moves it to
+  // now + idle timeout, so it never moves earlier).
+  void arm_idle_timer();
+  void on_idle_timer(beast::error_code ec);
   void read_header();
   void on_header(beast::error_code ec);
   void read_body();
@@ -193,6 +206,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   beast::tcp_stream stream_;
+  net::steady_timer idle_timer_;
+  Clock::time_point idle_deadline_{};
+  bool idle_timer_armed_ = false;
   Shared& shared_;
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
@@ -263,13 +279,31 @@ class ExchangeImpl final : public Exchange {
 void Connection::wait_idle() {
   phase_ = Phase::kIdle;
   if (shared_.stopping.load()) return close();
-  if (buffer_.size() > 0) return read_header();
-  stream_.expires_after(std::chrono::milliseconds(shared_.config.idle_timeout_ms));
-  stream_.async_read_some(buffer_.prepare(kReadChunk), [self = shared_from_this()](beast::error_code ec, size_t n) {
-    if (ec) return self->close();
-    self->buffer_.commit(n);
-    self->read_header();
-  });
+  if (buffer_.size() > 0) {
+    // Pipelined bytes. Inside an exchange operation (an answer sent at once) its caller may hold locks
+    // that the next request's handler takes, so that request starts from the queue.
+    if (!in_op_) return read_header();
+    return run_on_strand([self = shared_from_this()] {
+      if (self->phase_ == Phase::kIdle) self->read_header();
+    });
+  }
+  idle_deadline_ = Clock::now() + std::chrono::milliseconds(shared_.config.idle_timeout_ms);
+  arm_idle_timer();
+  start_watch();  // a watch still pending from the exchange goes on waiting
+}
+
+void Connection::arm_idle_timer() {
+  if (idle_timer_armed_) return;
+  idle_timer_armed_ = true;
+  idle_timer_.expires_at(idle_deadline_);
+  idle_timer_.async_wait([self = shared_from_this()](beast::error_code ec) { self->on_idle_timer(ec); });
+}
+
+void Connection::on_idle_timer(beast::error_code ec) {
+  idle_timer_armed_ = false;
+  if (ec || phase_ != Phase::kIdle) return;  // cancelled by close(), or a request runs (its end re-arms)
+  if (Clock::now() >= idle_deadline_) return close();
+  arm_idle_timer();
 }
 
 void Connection::read_header() {
@@ -410,25 +444,19 @@ void Connection::start_watch() {
 
 void Connection::on_watch(beast::error_code ec) {
   watching_ = false;
-  if (!ec && phase_ != Phase::kClosed) {  // readable: pipelined bytes, or the client's EOF or reset
+  // A request's own reads (a request that arrived in pieces) own the buffer: the watch that outlived the
+  // last exchange just ends.
+  if (phase_ == Phase::kClosed || phase_ == Phase::kReadingHeader || phase_ == Phase::kReadingBody) return;
+  if (!ec) {  // readable: the next request, pipelined bytes, or the client's EOF or reset
     beast::error_code rec;
     const size_t n = stream_.socket().read_some(buffer_.prepare(kReadChunk), rec);  // non-blocking socket
     if (rec && rec != net::error::would_block && rec != net::error::try_again) ec = rec;
     if (!rec) buffer_.commit(n);
   }
-  switch (phase_) {
-    case Phase::kClosed: return;
-    case Phase::kAfterExchange:
-      if (ec && ec != net::error::operation_aborted) return close();
-      return wait_idle();
-    case Phase::kHandling:
-    case Phase::kStreaming:
-      if (ec) return close();  // the client went away: close() fires the disconnect callback
-      return start_watch();
-    case Phase::kIdle:
-    case Phase::kReadingHeader:
-    case Phase::kReadingBody: return;  // not reached: a watch only runs while an exchange is in flight
-  }
+  if (ec) return close();  // the client went away (or the server closed the socket): close() fires the
+                           // disconnect callback of an exchange in flight
+  if (phase_ == Phase::kIdle && buffer_.size() > 0) return read_header();
+  start_watch();  // an exchange in flight, or a wake-up with nothing to read
 }
 
 void Connection::respond(uint64_t seq, HttpResponse&& response) {
@@ -489,6 +517,18 @@ void Connection::flush() {
     if (end_after_write_) finish_exchange();
     return;
   }
+  if (end_after_write_) {
+    // The exchange's last bytes: sent now when the socket takes them all (most answers fit its buffer).
+    // The asynchronous write would make the same send, then cost a handler round to report it.
+    beast::error_code ec;
+    const size_t n = stream_.socket().write_some(net::buffer(out_), ec);  // non-blocking socket
+    if (!ec && n == out_.size()) {
+      out_.clear();
+      return finish_exchange();
+    }
+    if (ec && ec != net::error::would_block && ec != net::error::try_again) return close();
+    if (!ec) out_.erase(0, n);
+  }
   writing_ = true;
   inflight_.swap(out_);
   out_.clear();
@@ -510,12 +550,6 @@ void Connection::finish_exchange() {
   if (end_state_) end_state_->store(ExchangeEnd::kDone);
   self_hold_.reset();
   if (!keep_alive_ || shared_.stopping.load()) return close();
-  if (watching_) {
-    phase_ = Phase::kAfterExchange;
-    beast::error_code ignored;
-    stream_.socket().cancel(ignored);  // on_watch continues with wait_idle()
-    return;
-  }
   wait_idle();
 }
 
@@ -525,6 +559,7 @@ void Connection::close() {
   beast::error_code ignored;
   stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
   stream_.close();
+  idle_timer_.cancel();
   if (end_state_ && end_state_->load() == ExchangeEnd::kOpen) end_state_->store(ExchangeEnd::kAborted);
   if (auto fn = std::move(on_disconnect_)) {
     on_disconnect_ = nullptr;

@@ -239,6 +239,28 @@ TEST_P(HttpServerTest, MalformedRequestIs400AndHeaderAndIdleTimeoutsClose) {
   }
 }
 
+// The idle timeout counts from each answer (the lazy idle timer re-arms when an exchange moved the deadline):
+// requests 500 ms apart outlive several idle timeouts of 800 ms counted from the connection's start, and
+// the connection closes about 800 ms after its last answer.
+TEST_P(HttpServerTest, IdleTimeoutCountsFromTheLastAnswer) {
+  Fixture f;
+  HttpServer server(test_config(), f.router());
+  ASSERT_TRUE(server.start().ok());
+  RawClient c(server.port());
+  for (int i = 0; i < 4; ++i) {
+    std::this_thread::sleep_for(500ms);
+    ASSERT_TRUE(c.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")) << "request " << i;
+    auto r = c.read_response();
+    ASSERT_TRUE(r.has_value()) << "request " << i;
+    EXPECT_EQ(r->status, 200);
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(c.wait_closed(3000));
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  EXPECT_GE(waited, 700ms);
+  EXPECT_LE(waited, 2500ms);
+}
+
 TEST_P(HttpServerTest, Expect100ContinueGetsAnInterimResponse) {
   Fixture f;
   HttpServer server(test_config(), f.router());
