@@ -7,8 +7,8 @@ same policy (cache_aware) and one replica. Added latency = via-router percentile
 Router CPU time comes from /proc/<pid>/stat, so req/s per core = requests / router CPU seconds.
 Also runs bench_router_decision (replica choice without sockets).
 
-With --router-cpu C the routers run pinned to CPU C (taskset) and the backend and load generators to
---other-cpus; then a saturation run (--peak-procs load generators x --peak-connections each) gives the
+With --router-cpu C the routers run pinned to CPU C (taskset; a list such as 2-5 with --http-threads 4
+for a keel router on four cores) and the backend and load generators to --other-cpus; then a saturation run (--peak-procs load generators x --peak-connections each) gives the
 highest request rate one router core sustains. --low-connections N adds a low-load latency run (N
 connections, the router core mostly idle: what a request pays, not queueing). --repeat N interleaves
 the routers N times. --baseline-keel B also measures another keel binary (e.g. a build from before a
@@ -23,7 +23,7 @@ each router: the latency a request pays at a given offered load, rather than at 
 where a closed loop's p99 is its connections' queue (connections x the router's CPU per request).
 
 Usage: bench/bench_router.py [--build build] [--sglang-router PYTHON] [--seconds 5] [--connections 8]
-         [--router-cpu C --other-cpus LIST] [--peak-procs 4 --peak-connections 16] [--repeat N]
+         [--router-cpu C --other-cpus LIST] [--http-threads 1] [--peak-procs 4 --peak-connections 16] [--repeat N]
          [--low-connections 1] [--upstream-threads 0] [--baseline-keel BIN] [--no-decision]
          [--peer-feed] [--baseline-peer-feed] [--keel-args "FLAGS"]
          [--rates 10000,20000 --rate-procs 4 --rate-connections 64]
@@ -114,8 +114,10 @@ def run_router(kind, build, bport, a, results):
         binary = str(build / "src/cli/keel") if kind == "keel" else a.baseline_keel
         threads = a.upstream_threads if kind == "keel" else a.baseline_upstream_threads
         name = f"keel router{' (baseline)' if kind == 'baseline' else ''} (cache_aware, char keys, upstream threads {threads})"
+        if a.http_threads > 1:
+            name += f" ({a.http_threads} http threads)"
         cmd = [*PIN["router"], binary, "router", "--port", str(port), "--workers",
-               f"http://127.0.0.1:{bport}", "--http-threads", "1", "--upstream-threads", str(threads),
+               f"http://127.0.0.1:{bport}", "--http-threads", str(a.http_threads), "--upstream-threads", str(threads),
                "--no-access-log", "--policy", "cache_aware"]
         if kind == "keel" and a.keel_args:
             cmd += a.keel_args.split()
@@ -185,7 +187,10 @@ def main() -> None:
     ap.add_argument("--sglang-router", default="")
     ap.add_argument("--seconds", type=float, default=5)
     ap.add_argument("--connections", type=int, default=8)
-    ap.add_argument("--router-cpu", type=int, default=None, help="pin the routers to this CPU (taskset)")
+    ap.add_argument("--router-cpu", default=None,
+                    help="pin the routers to this CPU or CPU list (taskset), e.g. 2 or 2-5")
+    ap.add_argument("--http-threads", type=int, default=1,
+                    help="keel router --http-threads (both keel binaries); give --router-cpu as many CPUs")
     ap.add_argument("--other-cpus", default="", help="CPU list for the backend and load generators")
     ap.add_argument("--backend-threads", type=int, default=1)
     ap.add_argument("--peak-procs", type=int, default=4, help="load generators in the saturation run (pinned only)")
