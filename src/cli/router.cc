@@ -202,6 +202,8 @@ void register_router(CLI::App& app) {
   cmd->add_option("--connect-timeout-ms", a->router.upstream.connect_timeout_ms, "Upstream connect timeout")->capture_default_str();
   cmd->add_option("--first-byte-timeout-ms", a->router.upstream.first_byte_timeout_ms, "Request sent -> response head")->capture_default_str();
   cmd->add_option("--idle-timeout-ms", a->router.upstream.idle_timeout_ms, "Longest pause inside a response")->capture_default_str();
+  cmd->add_option("--upstream-pool", a->router.upstream.max_idle_per_replica, "Kept-alive connections pooled per replica")->capture_default_str();
+  cmd->add_option("--upstream-pool-idle-ms", a->router.upstream.pool_idle_ms, "A pooled connection unused this long is closed")->capture_default_str();
   cmd->add_option("--max-retries", a->router.max_retries, "Other replicas tried before the client sees an error")->capture_default_str();
   cmd->add_option("--retry-backoff-ms", a->router.retry_backoff_ms, "First retry delay (doubles)")->capture_default_str();
   cmd->add_option("--health-interval-ms", a->router.health_interval_ms, "Active health check period")->capture_default_str();

@@ -181,6 +181,7 @@ int64_t gauge_value(std::string_view text, std::string_view name) {
 
 void RouterService::health_round() {
   if (stopping()) return;
+  upstream_.trim_idle();
   auto list = replicas_.snapshot();
   for (const auto& r : *list) {
     UpstreamRequest req{.method = "GET",
@@ -291,6 +292,11 @@ std::string RouterService::render_replica_metrics() {
   family("keel_router_groups_tracked", "gauge",
          "Prompt groups with an entry in the burst guard's table (in flight, or arrived recently).");
   out += fmt::format("keel_router_groups_tracked {}\n", n_groups());
+  family("keel_router_upstream_connects_total", "counter",
+         "Connections opened to replicas (near the request rate: raise --upstream-pool).");
+  out += fmt::format("keel_router_upstream_connects_total {}\n", upstream_.n_connects());
+  family("keel_router_upstream_pooled", "gauge", "Idle kept-alive connections to replicas in the pool.");
+  out += fmt::format("keel_router_upstream_pooled {}\n", upstream_.n_idle());
   auto list = replicas_.snapshot();
   struct Series {
     const char* name;

@@ -37,12 +37,14 @@ namespace net = boost::asio;
 namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
 using tcp = net::ip::tcp;
+using Clock = std::chrono::steady_clock;
 
 Status UpstreamConfig::validate() const {
   if (connect_timeout_ms < 1 || first_byte_timeout_ms < 1 || idle_timeout_ms < 1) {
     return make_error(ErrorCode::kInvalidArgument, "upstream timeouts must be >= 1 ms");
   }
   if (max_idle_per_replica < 0) return make_error(ErrorCode::kInvalidArgument, "max idle connections must be >= 0");
+  if (pool_idle_ms < 1) return make_error(ErrorCode::kInvalidArgument, "the pool's idle limit must be >= 1 ms");
   if (n_threads < 0) return make_error(ErrorCode::kInvalidArgument, "upstream threads must be >= 0");
   return {};
 }
@@ -61,18 +63,34 @@ std::string_view upstream_failure_name(UpstreamFailure f) {
 struct UpstreamClient::Impl : std::enable_shared_from_this<Impl> {
   explicit Impl(UpstreamConfig c) : config(c) {}
 
+  // The most recently used connection (it is the likeliest to be warm and alive); when even that one
+  // sat unused past pool_idle_ms, every pooled one did, and they are all dropped.
   std::unique_ptr<beast::tcp_stream> take_idle(const std::string& key) {
     std::lock_guard lock(mu);
     auto& v = idle[key];
     if (v.empty()) return nullptr;
-    auto s = std::move(v.back());
+    if (Clock::now() - v.back().since > std::chrono::milliseconds(config.pool_idle_ms)) {
+      v.clear();
+      return nullptr;
+    }
+    auto s = std::move(v.back().stream);
     v.pop_back();
     return s;
   }
   void give_back(const std::string& key, std::unique_ptr<beast::tcp_stream> s) {
     std::lock_guard lock(mu);
     auto& v = idle[key];
-    if (static_cast<int32_t>(v.size()) < config.max_idle_per_replica && !stopping) v.push_back(std::move(s));
+    if (static_cast<int32_t>(v.size()) < config.max_idle_per_replica && !stopping) {
+      v.push_back(Pooled{std::move(s), Clock::now()});
+    }
+  }
+  void trim_idle() {
+    const auto oldest = Clock::now() - std::chrono::milliseconds(config.pool_idle_ms);
+    std::lock_guard lock(mu);
+    for (auto& [_, v] : idle) {  // oldest first: given back in time order
+      auto keep = std::find_if(v.begin(), v.end(), [&](const Pooled& p) { return p.since >= oldest; });
+      v.erase(v.begin(), keep);
+    }
   }
   Result<tcp::resolver::results_type> resolve(const Endpoint& ep, const std::string& key) {
     {
@@ -96,7 +114,12 @@ struct UpstreamClient::Impl : std::enable_shared_from_this<Impl> {
   std::vector<std::thread> threads;
   mutable std::mutex mu;
   bool stopping = false;
-  std::map<std::string, std::vector<std::unique_ptr<beast::tcp_stream>>> idle;
+  std::atomic<int64_t> connects{0};
+  struct Pooled {
+    std::unique_ptr<beast::tcp_stream> stream;
+    Clock::time_point since;  // given back
+  };
+  std::map<std::string, std::vector<Pooled>> idle;
   std::map<std::string, tcp::resolver::results_type> resolved;
 };
 
@@ -156,6 +179,7 @@ class Call final : public UpstreamCall, public std::enable_shared_from_this<Call
   void connect() {
     if (done_) return;
     reused_ = false;
+    client_->connects.fetch_add(1, std::memory_order_relaxed);
     stream_ = std::make_unique<beast::tcp_stream>(strand_);
     auto results = client_->resolve(ep_, key_);
     if (!results.ok()) return finish(UpstreamFailure::kConnect, results.status().message());
@@ -357,6 +381,9 @@ void UpstreamClient::run_after(int64_t delay_ms, std::function<void()> fn) {
     if (!ec) fn();
   });
 }
+
+void UpstreamClient::trim_idle() { impl_->trim_idle(); }
+int64_t UpstreamClient::n_connects() const { return impl_->connects.load(std::memory_order_relaxed); }
 
 int64_t UpstreamClient::n_idle() const {
   std::lock_guard lock(impl_->mu);

@@ -172,6 +172,12 @@ def test_routing_follows_prefixes_and_replicas_confirm_cache_hits(router, replic
     check_prefix_routing(base, SYSTEMS)
     _, _, metrics = http("GET", base + "/metrics")
     assert 'keel_router_decisions_total{policy="cache_aware",decision="cache_hit"} 6' in metrics
+    # the 9 chats, the health checks and the load polls (at least 15 requests) reuse pooled connections: per
+    # replica the cache feed's, and one or two for the rest (a poll can overlap a chat), not one per request
+    connects = int(next(line.split()[1] for line in metrics.splitlines()
+                        if line.startswith("keel_router_upstream_connects_total ")))
+    print(f"upstream connections opened: {connects}")
+    assert 1 <= connects <= 4 * len(replicas[0]), connects
     status, body = admin("GET", base, "/admin/replicas")
     assert status == 200
     assert all(r["cache_source"] == "exact" for r in body["replicas"])
@@ -427,6 +433,16 @@ def test_a_bad_busy_poll_is_a_cli_error(keel_bin, replicas, value):
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2, proc.stderr
     assert "busy" in proc.stderr.lower(), proc.stderr
+
+
+@pytest.mark.parametrize("flag,value,message", [("--upstream-pool", "-1", "idle connections"),
+                                                ("--upstream-pool-idle-ms", "0", "idle limit"),
+                                                ("--upstream-pool", "many", "upstream-pool")])
+def test_a_bad_upstream_pool_is_a_cli_error(keel_bin, replicas, flag, value, message):
+    proc = subprocess.run([keel_bin, "router", "--port", "0", "--workers", replicas[0][0], flag, value],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert message in proc.stderr, proc.stderr
 
 
 @pytest.mark.parametrize("text,message", [("{not json", "not a JSON object"),

@@ -156,6 +156,61 @@ TEST_P(UpstreamTest, BodiesLargerThanTheSocketBufferArriveWholeBothWays) {
   }
 }
 
+// The pool keeps at most max_idle_per_replica connections (calls beyond it close theirs), and drops a
+// pooled connection once it sat unused for pool_idle_ms: trim_idle() closes it, and a call that finds only
+// stale ones connects afresh.
+TEST_P(UpstreamTest, ThePoolKeepsItsBoundAndDropsConnectionsUnusedPastItsIdleLimit) {
+  UpstreamClient client(UpstreamConfig{.max_idle_per_replica = 2, .pool_idle_ms = 300,
+                                       .n_threads = GetParam() == Threads::kShared ? 0 : 1});
+  client.start(GetParam() == Threads::kShared ? &server_->io_context() : nullptr);
+  {
+    std::vector<std::unique_ptr<Result>> stalled;
+    for (int i = 0; i < 3; ++i) {  // three calls in flight at once: three connections
+      stalled.push_back(std::make_unique<Result>());
+      client.send(ep_, {.method = "GET", .target = "/stall"}, stalled.back()->callbacks());
+    }
+    for (int i = 0; i < 200 && server_->n_connections() < 3; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    ASSERT_EQ(server_->n_connections(), 3);
+    {
+      std::lock_guard l(mu_);
+      for (auto& ex : held_) ex->respond(HttpResponse{.body = "late"});
+      held_.clear();
+    }
+    for (auto& r : stalled) {
+      ASSERT_TRUE(r->wait());
+      EXPECT_EQ(r->failure, UpstreamFailure::kNone);
+    }
+  }
+  EXPECT_EQ(client.n_idle(), 2);  // the third connection was closed
+  client.trim_idle();
+  EXPECT_EQ(client.n_idle(), 2);  // not stale yet
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  client.trim_idle();
+  EXPECT_EQ(client.n_idle(), 0);
+  for (int i = 0; i < 200 && server_->n_connections() > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(server_->n_connections(), 0);  // the router closed them, so the replica did
+  Result r;
+  client.send(ep_, {.method = "GET", .target = "/hello"}, r.callbacks());
+  ASSERT_TRUE(r.wait());
+  EXPECT_EQ(r.failure, UpstreamFailure::kNone);
+  EXPECT_EQ(client.n_idle(), 1);
+  EXPECT_EQ(client.n_connects(), 4);
+  Result r1;  // a fresh pooled connection is reused
+  client.send(ep_, {.method = "GET", .target = "/hello"}, r1.callbacks());
+  ASSERT_TRUE(r1.wait());
+  EXPECT_EQ(client.n_connects(), 4);
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));  // stale, and no trim: the next call skips it
+  Result r2;
+  client.send(ep_, {.method = "GET", .target = "/hello"}, r2.callbacks());
+  ASSERT_TRUE(r2.wait());
+  EXPECT_EQ(r2.failure, UpstreamFailure::kNone);
+  EXPECT_EQ(client.n_connects(), 5);
+  EXPECT_EQ(client.n_idle(), 1);  // the fresh connection; the stale one was closed
+  for (int i = 0; i < 200 && server_->n_connections() > 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(server_->n_connections(), 1);
+  client.stop();
+}
+
 TEST_P(UpstreamTest, ChunkedStreamArrivesPieceByPiece) {
   Result r;
   UpstreamCallbacks cb = r.callbacks();
