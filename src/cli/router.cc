@@ -130,7 +130,7 @@ int run_router(RouterArgs a) {
   server::http::Router routes;
   svc.add_routes(routes);
   server::http::HttpServer http(a.http, std::move(routes));
-  svc.start(&http.io_context(), a.http.n_io_threads);  // upstream sockets on the front end's threads unless --upstream-threads > 0
+  svc.start(http.io_contexts());  // upstream sockets on the front end's threads unless --upstream-threads > 0
   if (Status st = http.start(); !st.ok()) return fail(2, st);
   KEEL_LOG_INFO("router on http://{}:{} ({} replicas, policy {}, prefix keys: {})", a.http.host, http.port(),
                 svc.replicas().snapshot()->size(), a.router.policy, a.model.empty() ? "characters" : "tokens");

@@ -2,7 +2,7 @@
 // table, upstream client, health checker and cache-event subscribers, and registers the routes on a
 // server/http Router: the proxied OpenAI endpoints, /health, /metrics and the admin API
 // (docs/router.md). Handlers run on the HTTP io threads; upstream callbacks on the upstream client's
-// own threads, or on the same io threads when start() is given the front end's io_context (then one
+// own threads, or on the same io threads when start() is given the front end's io_contexts (then one
 // thread carries a request end to end). Lifecycle from the controlling thread: construct, add_routes,
 // start(); ...; stop() (before the front end whose io_context was shared is destroyed).
 #pragma once
@@ -99,9 +99,10 @@ class RouterService {
   // Rewrites the state file (if configured) from the current replica set.
   Status persist();
   void add_routes(server::http::Router& router);
-  // `front`: the HTTP server's io_context (run by `front_threads` threads), used for the upstream side
-  // when config().upstream.n_threads is 0 (UpstreamClient::start).
-  void start(boost::asio::io_context* front = nullptr, int32_t front_threads = 1);
+  // `front`: the HTTP server's io_contexts (one thread each), used for the upstream side when
+  // config().upstream.n_threads is 0 (UpstreamClient::start: each request's upstream call on its
+  // client connection's thread); empty: the upstream client's own threads.
+  void start(std::vector<boost::asio::io_context*> front = {});
   void stop();
 
   // --- used by the request flow (proxy.cc), health checks and feeds ---

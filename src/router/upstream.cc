@@ -63,11 +63,20 @@ std::string_view upstream_failure_name(UpstreamFailure f) {
 struct UpstreamClient::Impl : std::enable_shared_from_this<Impl> {
   explicit Impl(UpstreamConfig c) : config(c) {}
 
-  // The most recently used connection (it is the likeliest to be warm and alive); when even that one
-  // sat unused past pool_idle_ms, every pooled one did, and they are all dropped.
-  std::unique_ptr<beast::tcp_stream> take_idle(const std::string& key) {
-    std::lock_guard lock(mu);
-    auto& v = idle[key];
+  // The context a call started on this thread runs on: the caller's own when it runs one of them (a
+  // front end's connection), else the first.
+  size_t context_of_caller() const {
+    for (size_t i = 1; i < iocs.size(); ++i) {
+      if (iocs[i]->get_executor().running_in_this_thread()) return i;
+    }
+    return 0;
+  }
+  // The most recently used connection of that context's pool (it is the likeliest to be warm and alive);
+  // when even that one sat unused past pool_idle_ms, every pooled one did, and they are all dropped.
+  std::unique_ptr<beast::tcp_stream> take_idle(size_t ctx, const std::string& key) {
+    Pool& p = *pools[ctx];
+    std::lock_guard lock(p.mu);
+    auto& v = p.idle[key];
     if (v.empty()) return nullptr;
     if (Clock::now() - v.back().since > std::chrono::milliseconds(config.pool_idle_ms)) {
       v.clear();
@@ -77,27 +86,36 @@ struct UpstreamClient::Impl : std::enable_shared_from_this<Impl> {
     v.pop_back();
     return s;
   }
-  void give_back(const std::string& key, std::unique_ptr<beast::tcp_stream> s) {
-    std::lock_guard lock(mu);
-    auto& v = idle[key];
-    if (static_cast<int32_t>(v.size()) < config.max_idle_per_replica && !stopping) {
+  void give_back(size_t ctx, const std::string& key, std::unique_ptr<beast::tcp_stream> s) {
+    Pool& p = *pools[ctx];
+    std::lock_guard lock(p.mu);
+    auto& v = p.idle[key];
+    if (static_cast<int32_t>(v.size()) < config.max_idle_per_replica && !stopping.load()) {
       v.push_back(Pooled{std::move(s), Clock::now()});
     }
   }
   void trim_idle() {
     const auto oldest = Clock::now() - std::chrono::milliseconds(config.pool_idle_ms);
-    std::lock_guard lock(mu);
-    for (auto& [_, v] : idle) {  // oldest first: given back in time order
-      auto keep = std::find_if(v.begin(), v.end(), [&](const Pooled& p) { return p.since >= oldest; });
-      v.erase(v.begin(), keep);
+    for (auto& p : pools) {
+      std::lock_guard lock(p->mu);
+      for (auto& [_, v] : p->idle) {  // oldest first: given back in time order
+        auto keep = std::find_if(v.begin(), v.end(), [&](const Pooled& x) { return x.since >= oldest; });
+        v.erase(v.begin(), keep);
+      }
     }
+  }
+  // Runs `iocs` (one pool each): own_ioc, or shared contexts.
+  void use_contexts(std::vector<net::io_context*> contexts) {
+    iocs = std::move(contexts);
+    pools.clear();
+    for (size_t i = 0; i < iocs.size(); ++i) pools.push_back(std::make_unique<Pool>());
   }
   Result<tcp::resolver::results_type> resolve(const Endpoint& ep, const std::string& key) {
     {
       std::lock_guard lock(mu);
       if (auto it = resolved.find(key); it != resolved.end()) return it->second;
     }
-    tcp::resolver resolver(*ioc);
+    tcp::resolver resolver(*iocs.front());
     beast::error_code ec;
     auto results = resolver.resolve(ep.host, std::to_string(ep.port), ec);
     if (ec) return make_error(ErrorCode::kUnavailable, "resolving {}: {}", ep.host, ec.message());
@@ -107,19 +125,30 @@ struct UpstreamClient::Impl : std::enable_shared_from_this<Impl> {
   }
 
   UpstreamConfig config;
-  net::io_context own_ioc;          // run by `threads`
-  net::io_context* ioc = &own_ioc;  // where calls and timers run: own_ioc or a shared one
-  bool one_thread = false;          // one thread runs *ioc: calls need no strand
+  net::io_context own_ioc;  // run by `threads`
+  // Where calls run: own_ioc, or the shared contexts (a call on the caller's; timers on the first).
+  std::vector<net::io_context*> iocs{&own_ioc};
+  bool one_thread = false;  // one thread runs each context: calls need no strand
   std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
   std::vector<std::thread> threads;
-  mutable std::mutex mu;
-  bool stopping = false;
+  mutable std::mutex mu;  // guards `resolved`
+  std::atomic<bool> stopping{false};
   std::atomic<int64_t> connects{0};
   struct Pooled {
     std::unique_ptr<beast::tcp_stream> stream;
     Clock::time_point since;  // given back
   };
-  std::map<std::string, std::vector<Pooled>> idle;
+  // Idle connections of one context (a socket is used only on its context's thread), by replica.
+  struct Pool {
+    std::mutex mu;
+    std::map<std::string, std::vector<Pooled>> idle;
+  };
+  std::vector<std::unique_ptr<Pool>> pools = make_pools(1);
+  static std::vector<std::unique_ptr<Pool>> make_pools(size_t n) {
+    std::vector<std::unique_ptr<Pool>> out;
+    for (size_t i = 0; i < n; ++i) out.push_back(std::make_unique<Pool>());
+    return out;
+  }
   std::map<std::string, tcp::resolver::results_type> resolved;
 };
 
@@ -147,7 +176,8 @@ class Call final : public UpstreamCall, public std::enable_shared_from_this<Call
   }
 
   void start() {
-    if (auto s = client_->take_idle(key_)) {
+    ctx_ = client_->context_of_caller();
+    if (auto s = client_->take_idle(ctx_, key_)) {
       stream_ = std::move(s);
       strand_ = stream_->get_executor();
       reused_ = true;
@@ -157,9 +187,9 @@ class Call final : public UpstreamCall, public std::enable_shared_from_this<Call
       return;
     }
     if (client_->one_thread) {
-      strand_ = client_->ioc->get_executor();
+      strand_ = client_->iocs[ctx_]->get_executor();
     } else {
-      strand_ = net::make_strand(*client_->ioc);
+      strand_ = net::make_strand(*client_->iocs[ctx_]);
     }
     net::post(strand_, [self = shared_from_this()] { self->connect(); });
   }
@@ -301,7 +331,7 @@ class Call final : public UpstreamCall, public std::enable_shared_from_this<Call
     bool keep = parser_->keep_alive() && buffer_.size() == 0;
     if (keep) {
       stream_->expires_never();
-      client_->give_back(key_, std::move(stream_));
+      client_->give_back(ctx_, key_, std::move(stream_));
     }
     finish(UpstreamFailure::kNone, "");
   }
@@ -328,6 +358,7 @@ class Call final : public UpstreamCall, public std::enable_shared_from_this<Call
   net::any_io_executor strand_;  // fixed before start() returns: a reconnect reuses it (the
                                  // context's own executor when one thread runs it)
   std::unique_ptr<beast::tcp_stream> stream_;
+  size_t ctx_ = 0;  // the client's context (and pool) this call runs on
   bool reused_ = false;
   bool done_ = false;
   beast::flat_buffer buffer_;
@@ -343,8 +374,17 @@ UpstreamClient::~UpstreamClient() { stop(); }
 
 void UpstreamClient::start(net::io_context* shared, int32_t shared_threads) {
   if (shared && impl_->config.n_threads == 0) {
-    impl_->ioc = shared;
+    impl_->use_contexts({shared});
     impl_->one_thread = shared_threads == 1;
+    return;
+  }
+  start(std::vector<net::io_context*>{});
+}
+
+void UpstreamClient::start(std::vector<net::io_context*> shared) {
+  if (!shared.empty() && impl_->config.n_threads == 0) {
+    impl_->use_contexts(std::move(shared));
+    impl_->one_thread = true;
     return;
   }
   impl_->work.emplace(impl_->own_ioc.get_executor());
@@ -353,13 +393,13 @@ void UpstreamClient::start(net::io_context* shared, int32_t shared_threads) {
   for (int i = 0; i < n; ++i) impl_->threads.emplace_back([impl = impl_] { impl->own_ioc.run(); });
 }
 
-net::io_context& UpstreamClient::io_context() { return *impl_->ioc; }
+net::io_context& UpstreamClient::io_context() { return *impl_->iocs.front(); }
 
 void UpstreamClient::stop() {
-  {
-    std::lock_guard lock(impl_->mu);
-    impl_->stopping = true;
-    impl_->idle.clear();
+  impl_->stopping.store(true);
+  for (auto& p : impl_->pools) {
+    std::lock_guard lock(p->mu);
+    p->idle.clear();
   }
   if (impl_->threads.empty()) return;
   impl_->work.reset();
@@ -376,7 +416,7 @@ std::shared_ptr<UpstreamCall> UpstreamClient::send(const Endpoint& endpoint, Ups
 }
 
 void UpstreamClient::run_after(int64_t delay_ms, std::function<void()> fn) {
-  auto timer = std::make_shared<net::steady_timer>(*impl_->ioc, std::chrono::milliseconds(delay_ms));
+  auto timer = std::make_shared<net::steady_timer>(*impl_->iocs.front(), std::chrono::milliseconds(delay_ms));
   timer->async_wait([timer, fn = std::move(fn)](beast::error_code ec) {
     if (!ec) fn();
   });
@@ -386,9 +426,11 @@ void UpstreamClient::trim_idle() { impl_->trim_idle(); }
 int64_t UpstreamClient::n_connects() const { return impl_->connects.load(std::memory_order_relaxed); }
 
 int64_t UpstreamClient::n_idle() const {
-  std::lock_guard lock(impl_->mu);
   int64_t n = 0;
-  for (const auto& [_, v] : impl_->idle) n += static_cast<int64_t>(v.size());
+  for (auto& p : impl_->pools) {
+    std::lock_guard lock(p->mu);
+    for (const auto& [_, v] : p->idle) n += static_cast<int64_t>(v.size());
+  }
   return n;
 }
 

@@ -4,13 +4,15 @@
 // A connection cycles: wait for the first byte (idle timeout) -> read headers (header timeout) ->
 // read body (body timeout) -> dispatch to the route handler -> while the handler works, a "watch"
 // (a wait for readability, then a non-blocking read) detects the client going away and buffers
-// pipelined bytes -> response bytes are written on the strand -> next request or close. The watch
+// pipelined bytes -> response bytes are written on the connection's thread -> next request or close. The watch
 // started with a request stays after its answer and is the wait for the next one (idle timeout from a
 // lazy timer), so a keep-alive request costs one readability wait, not a cancel and a fresh read. Bytes
 // already buffered are parsed without a read, and an answer's last bytes are sent at once when the
 // socket takes them (a request that arrived whole and whose answer fits the socket buffer costs no
-// handler round beyond its read). Every member of Connection is touched only on its strand (with one io
-// thread: on that thread; "strand" below means either).
+// handler round beyond its read). Each io thread runs an io_context of its own (no lock or wake-up
+// shared between threads, as in one io_context run by several), and a connection lives on one of
+// them: every member of Connection is touched only on that context's thread ("strand" below).
+//
 #include "server/http/server.h"
 
 #include <atomic>
@@ -29,7 +31,6 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
@@ -585,19 +586,22 @@ void Connection::fire_disconnect(std::function<void()>&& fn) {
 }  // namespace
 
 struct HttpServer::Impl {
-  explicit Impl(ServerConfig config, Router router, ServerHooks hooks) : acceptor(net::make_strand(ioc)) {
+  explicit Impl(ServerConfig config, Router router, ServerHooks hooks)
+      : iocs(make_contexts(config.n_io_threads)), acceptor(*iocs.front()) {
     shared.config = std::move(config);
     shared.router = std::move(router);
     shared.hooks = std::move(hooks);
   }
-
-  // Each connection's handlers run one at a time: on a strand of their own, or, with one io thread
-  // (which already runs everything in turn), on the io_context's executor directly: a strand would
-  // only add its queue, a lock and a reference count to every completion.
-  net::any_io_executor connection_executor() {
-    if (shared.config.n_io_threads == 1) return ioc.get_executor();
-    return net::make_strand(ioc);
+  static std::vector<std::unique_ptr<net::io_context>> make_contexts(int32_t n) {
+    std::vector<std::unique_ptr<net::io_context>> out;
+    for (int32_t i = 0; i < std::max(n, 1); ++i) out.push_back(std::make_unique<net::io_context>(1));
+    return out;
   }
+
+  // Connections are dealt to the io threads' contexts in turn (accept handlers run on the first's
+  // thread only). Each context has one thread, so a connection's handlers run one at a time with no
+  // strand (a strand would add its queue, a lock and a reference count to every completion).
+  net::any_io_executor connection_executor() { return iocs[next_ioc++ % iocs.size()]->get_executor(); }
 
   void accept_next() {
     acceptor.async_accept(connection_executor(), [this](beast::error_code ec, tcp::socket socket) {
@@ -627,10 +631,11 @@ struct HttpServer::Impl {
     return shared.cv.wait_for(lock, timeout, [&] { return shared.live.empty(); });
   }
 
-  Shared shared;  // first: outlives the io_context, whose teardown destroys connections
-  net::io_context ioc;
+  Shared shared;  // first: outlives the io_contexts, whose teardown destroys connections
+  std::vector<std::unique_ptr<net::io_context>> iocs;  // one per io thread (concurrency hint 1)
+  size_t next_ioc = 0;                                  // the context of the next accepted connection
   tcp::acceptor acceptor;
-  std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
+  std::vector<net::executor_work_guard<net::io_context::executor_type>> work;
   std::vector<std::thread> threads;
   uint16_t port = 0;
   bool running = false;
@@ -660,10 +665,10 @@ Status HttpServer::start() {
     return make_error(ErrorCode::kIo, "listen: {}", ec.message());
   }
   impl_->port = acc.local_endpoint().port();
-  impl_->work.emplace(impl_->ioc.get_executor());
+  for (auto& ioc : impl_->iocs) impl_->work.push_back(net::make_work_guard(*ioc));
   impl_->accept_next();
-  for (int i = 0; i < cfg.n_io_threads; ++i) {
-    impl_->threads.emplace_back([this] { run_io_thread(impl_->ioc, impl_->shared.config.busy_poll_us); });
+  for (auto& ioc : impl_->iocs) {
+    impl_->threads.emplace_back([this, c = ioc.get()] { run_io_thread(*c, impl_->shared.config.busy_poll_us); });
   }
   impl_->running = true;
   return {};
@@ -685,8 +690,8 @@ void HttpServer::stop() {
     for (auto& c : impl_->live_connections()) c->run_on_strand([c] { c->force_close(); });
     impl_->wait_until_closed(std::chrono::milliseconds(1000));
   }
-  impl_->work.reset();
-  impl_->ioc.stop();
+  impl_->work.clear();
+  for (auto& ioc : impl_->iocs) ioc->stop();
   for (auto& t : impl_->threads) t.join();
   impl_->threads.clear();
   // The close posted above may not have run before ioc.stop(): with the io threads gone it is safe
@@ -697,7 +702,13 @@ void HttpServer::stop() {
   for (auto& c : impl_->live_connections()) c->abandon();
 }
 
-net::io_context& HttpServer::io_context() { return impl_->ioc; }
+net::io_context& HttpServer::io_context() { return *impl_->iocs.front(); }
+
+std::vector<net::io_context*> HttpServer::io_contexts() {
+  std::vector<net::io_context*> out;
+  for (auto& ioc : impl_->iocs) out.push_back(ioc.get());
+  return out;
+}
 
 int64_t HttpServer::n_connections() const {
   std::lock_guard lock(impl_->shared.mu);

@@ -1,6 +1,6 @@
-// Asynchronous HTTP/1.1 server on Boost.Beast (kept out of this header: pimpl). n_io_threads run
-// every connection; each connection lives on its own strand (no thread per connection; with one io
-// thread, on the io_context's executor, which that thread already serialises). Keep-alive,
+// Asynchronous HTTP/1.1 server on Boost.Beast (kept out of this header: pimpl). n_io_threads each run
+// an io_context of their own, and accepted connections are dealt to them in turn: a connection lives on
+// one thread, which serialises its handlers (no strand; no thread per connection). Keep-alive,
 // body size limit (413), header/body/idle timeouts, chunked streams with disconnect detection, and a
 // graceful stop. start()/stop() are called from one controlling thread (the CLI's main).
 #pragma once
@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/status.h"
 #include "server/http/message.h"
@@ -68,13 +69,15 @@ class HttpServer {
   void stop();
   // Open connections right now (for tests and metrics).
   int64_t n_connections() const;
-  // The io_context the io threads run, alive from construction to destruction. Another asynchronous
-  // component may put its own sockets and timers on it so that they run on the same threads (the
-  // router's upstream client does: one thread then carries a request from client to replica and
-  // back, with no hand-off between threads). Work put there runs once start() has started the
-  // threads and stops with stop(); whatever it owns that is bound to this context must be released
-  // before the server is destroyed.
+  // The io_contexts, one per io thread (each run by its thread alone), alive from construction to
+  // destruction; connections are dealt to them in turn. Another asynchronous component may put its own
+  // sockets and timers on them so that they run on the same threads (the router's upstream client does:
+  // the thread of a client's connection then carries its request to the replica and back, with no
+  // hand-off between threads). Work put there runs once start() has started the threads and stops with
+  // stop(); whatever it owns that is bound to these contexts must be released before the server is
+  // destroyed. io_context() is the first.
   boost::asio::io_context& io_context();
+  std::vector<boost::asio::io_context*> io_contexts();
 
  private:
   struct Impl;

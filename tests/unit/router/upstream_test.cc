@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -298,6 +299,72 @@ INSTANTIATE_TEST_SUITE_P(Threads, UpstreamTest, ::testing::Values(Threads::kOwn,
                                   : p.param == Threads::kOwnTwo ? std::string("TwoOwnThreads")
                                                                 : std::string("SharedContext");
                          });
+
+
+// The router's layout: a front end with two io threads (one io_context each) whose handlers send upstream
+// calls on a client started with the front end's contexts. Each call runs on the thread of the connection
+// that sent it (the callback that answers the client runs there), both threads carry calls, and each
+// context keeps pooled connections of its own, reused: connections opened stay at the concurrency, not
+// the request count.
+TEST(UpstreamSharedContexts, CallsRunOnTheSendersThreadAndEachContextPoolsItsOwn) {
+  server::http::Router replica_routes;
+  replica_routes.add("GET", "/hello", [](HttpRequest&&, const ExchangePtr& ex) { ex->respond(HttpResponse{.body = "hello"}); });
+  server::http::HttpServer replica(server::http::ServerConfig{.port = 0, .n_io_threads = 1}, std::move(replica_routes));
+  ASSERT_TRUE(replica.start().ok());
+  const Endpoint replica_ep{.host = "127.0.0.1", .port = replica.port()};
+
+  UpstreamClient relay(UpstreamConfig{.n_threads = 0});
+  std::mutex mu;
+  std::set<std::thread::id> handler_threads;
+  std::atomic<int> off_thread{0};
+  server::http::Router front_routes;
+  front_routes.add("GET", "/relay", [&](HttpRequest&&, const ExchangePtr& ex) {
+    const auto tid = std::this_thread::get_id();
+    {
+      std::lock_guard l(mu);
+      handler_threads.insert(tid);
+    }
+    relay.send(replica_ep, {.method = "GET", .target = "/hello"},
+               {.on_head = nullptr, .on_data = nullptr, .on_done = [ex, tid, &off_thread](UpstreamFailure f, const std::string&) {
+                  if (std::this_thread::get_id() != tid) off_thread.fetch_add(1);
+                  ex->respond(HttpResponse{.status = f == UpstreamFailure::kNone ? 200 : 502});
+                }});
+  });
+  server::http::HttpServer front(server::http::ServerConfig{.port = 0, .n_io_threads = 2, .drain_timeout_ms = 100},
+                                 std::move(front_routes));
+  ASSERT_EQ(front.io_contexts().size(), 2u);
+  relay.start(front.io_contexts());
+  ASSERT_TRUE(front.start().ok());
+
+  UpstreamClient client(UpstreamConfig{.n_threads = 1});  // the test's own client of the front end
+  client.start();
+  constexpr int kConcurrent = 6, kRounds = 8;
+  for (int round = 0; round < kRounds; ++round) {
+    std::vector<std::unique_ptr<Result>> results;
+    for (int i = 0; i < kConcurrent; ++i) {
+      results.push_back(std::make_unique<Result>());
+      client.send(Endpoint{.host = "127.0.0.1", .port = front.port()}, {.method = "GET", .target = "/relay"},
+                  results.back()->callbacks());
+    }
+    for (auto& r : results) {
+      ASSERT_TRUE(r->wait());
+      EXPECT_EQ(r->failure, UpstreamFailure::kNone);
+      EXPECT_EQ(r->status, 200);
+    }
+  }
+  EXPECT_EQ(off_thread.load(), 0);
+  {
+    std::lock_guard l(mu);
+    EXPECT_EQ(handler_threads.size(), 2u);  // the front end's connections were dealt to both contexts
+  }
+  EXPECT_GE(relay.n_connects(), 2);  // a pooled connection per context at least
+  EXPECT_LE(relay.n_connects(), kConcurrent);
+  EXPECT_EQ(relay.n_idle(), relay.n_connects());
+  client.stop();
+  relay.stop();
+  front.stop();
+  replica.stop();
+}
 
 }  // namespace
 }  // namespace keel::router
