@@ -302,12 +302,15 @@ void ProxyRequest::end_stream_with_error(const std::string& message) {
   log_access(503);
 }
 
+// Formatted here, written by the access log's own thread (access_log.h): no write(2) on the io thread.
 void ProxyRequest::log_access(int status) {
-  if (!svc_.config().access_log) return;
-  KEEL_LOG_INFO("access id={} {} {} tenant={} replica={} status={} attempts={} resumes={} keys={} ms={:.1f}",
-                request_id_, req_.method, req_.path, tenant_.empty() ? "-" : tenant_,
-                replica_ ? replica_->url : "-", status, n_attempts_, resume_.n_resumes(), keys_->size(),
-                static_cast<double>(now_us() - start_us_) / 1e3);
+  AccessLog* log = svc_.access_log();
+  if (log == nullptr || log_level() > LogLevel::kInfo) return;
+  log->write(fmt::format("keel info: access id={} {} {} tenant={} replica={} status={} attempts={} resumes={} "
+                         "keys={} ms={:.1f}",
+                         request_id_, req_.method, req_.path, tenant_.empty() ? "-" : tenant_,
+                         replica_ ? replica_->url : "-", status, n_attempts_, resume_.n_resumes(), keys_->size(),
+                         static_cast<double>(now_us() - start_us_) / 1e3));
 }
 
 void register_proxy_routes(RouterService& svc, server::http::Router& router) {

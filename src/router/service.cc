@@ -83,6 +83,7 @@ RouterService::RouterService(RouterConfig config, std::unique_ptr<Policy> policy
       retry_budget_(config_.retry_budget_ratio, config_.retry_budget_min),
       peers_(parsed_peers(config_)) {
   for (size_t p = 0; p < peers_.size(); ++p) peer_endpoints_.push_back(*parse_replica_url(peers_.url(p)));
+  if (config_.access_log) access_log_ = std::make_unique<AccessLog>(stderr);
   decision_s_ = &metrics_.histogram("keel_router_decision_seconds", "Time to choose a replica.",
                                     {1e-6, 2e-6, 5e-6, 1e-5, 2e-5, 5e-5, 1e-4, 2e-4, 5e-4, 1e-3, 1e-2});
 }

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "router/access_log.h"
 #include "router/decision_log.h"
 #include "router/peer_feed.h"
 #include "router/peer_link.h"
@@ -118,6 +119,8 @@ class RouterService {
   void count_decision(Decision d) { decisions_[static_cast<int>(d)].fetch_add(1, std::memory_order_relaxed); }
   // --decision-log (under the decision mutex); open_decision_log() at start-up reports a bad path.
   DecisionLog& decision_log() { return decision_log_; }
+  // The access log (stderr, written by a thread of its own); null with --no-access-log.
+  AccessLog* access_log() { return access_log_.get(); }
   Status open_decision_log() { return decision_log_.open(config_.decision_log); }
   bool stopping() const { return stopping_.load(); }
   uint64_t next_request_number() { return next_request_.fetch_add(1, std::memory_order_relaxed); }
@@ -201,6 +204,7 @@ class RouterService {
   PeerView peers_;
   PeerFeed peer_feed_;
   DecisionLog decision_log_;
+  std::unique_ptr<AccessLog> access_log_;
   std::vector<Endpoint> peer_endpoints_;
   std::vector<std::shared_ptr<PeerLink>> peer_links_;  // one per --peer, from start() on
   std::atomic<int64_t> peer_dropped_{0};

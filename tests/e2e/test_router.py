@@ -239,6 +239,33 @@ def test_streaming_passes_through_and_matches_non_streaming(router):
     assert status == 200 and headers["X-Request-Id"] == "my-request-42"
 
 
+def test_access_log_has_a_line_per_request_with_its_id_replica_and_status(keel_bin, replicas):
+    """The access log (written by a thread of its own, flushed at the latest when the router stops): one line
+    per proxied request, with the client's X-Request-Id, the replica that answered and the status."""
+    urls = replicas[0]
+    base, proc = start_router(keel_bin, urls[:1])
+    try:
+        for i in range(3):
+            status, headers, _ = http("POST", base + "/v1/completions",
+                                      {"model": "smollm2", "prompt": f"Access {i}", "max_tokens": 1},
+                                      {"X-Request-Id": f"access-log-{i}"})
+            assert status == 200 and headers["X-Request-Id"] == f"access-log-{i}"
+    finally:
+        out = stop(proc)
+    lines = [line for line in out.splitlines() if "access id=access-log-" in line]
+    assert len(lines) == 3, out[-3000:]
+    for i, line in enumerate(sorted(lines)):
+        assert line.startswith(f"keel info: access id=access-log-{i} POST /v1/completions "), line
+        assert f"replica={urls[0]} status=200 attempts=1" in line, line
+    quiet_base, quiet = start_router(keel_bin, urls[:1], "--no-access-log")
+    try:
+        assert http("POST", quiet_base + "/v1/completions", {"model": "smollm2", "prompt": "Hi", "max_tokens": 1},
+                    {"X-Request-Id": "access-log-quiet"})[0] == 200
+    finally:
+        out = stop(quiet)
+    assert "access id=" not in out, out[-3000:]
+
+
 def test_bad_requests_and_bad_admin_calls_get_4xx(router, replicas):
     base, _ = router
     assert http("POST", base + "/v1/chat/completions", b"{not json")[0] == 400
