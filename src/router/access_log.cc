@@ -6,8 +6,7 @@
 
 namespace keel::router {
 
-AccessLog::AccessLog(std::FILE* out, AccessLogConfig config)
-    : out_(out), config_(config), writer_([this] { run(); }) {}
+AccessLog::AccessLog(std::FILE* out, AccessLogConfig config) : out_(out), config_(config), writer_([this] { run(); }) {}
 
 AccessLog::~AccessLog() {
   {

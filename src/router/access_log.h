@@ -42,11 +42,11 @@ class AccessLog {
   AccessLogConfig config_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::string buf_;        // guarded by mu_
-  int64_t dropped_ = 0;    // guarded by mu_: all time
-  int64_t reported_ = 0;   // writer thread: dropped lines already reported
-  bool stop_ = false;      // guarded by mu_
-  std::thread writer_;     // last: starts once the members above exist
+  std::string buf_;       // guarded by mu_
+  int64_t dropped_ = 0;   // guarded by mu_: all time
+  int64_t reported_ = 0;  // writer thread: dropped lines already reported
+  bool stop_ = false;     // guarded by mu_
+  std::thread writer_;    // last: starts once the members above exist
 };
 
 }  // namespace keel::router

@@ -4,7 +4,7 @@
 // on_disconnect run at once when the caller already runs on the connection's thread (its io_context's)
 // and none of the exchange's earlier calls is still queued; otherwise they are posted there. Running at once saves a handler round per call (a proxied answer: the upstream
 // read's handler writes it). They become no-ops once the exchange has ended or the connection is gone.
-// Implemented in http/server.cc.
+// Implemented in http/connection.cc.
 #pragma once
 
 #include <functional>

@@ -1,4 +1,4 @@
-// Plain HTTP request/response values handed between the Beast connection code (http/server.cc) and
+// Plain HTTP request/response values handed between the Beast connection code (http/connection.cc) and
 // route handlers (server/api.cc). Values only: any thread may build, copy and move them.
 #pragma once
 

@@ -46,7 +46,8 @@ TEST(AccessLog, EveryLineFromEveryThreadArrivesWholeAndOnce) {
     std::vector<std::thread> ts;
     for (int t = 0; t < kThreads; ++t) {
       ts.emplace_back([&log, t] {
-        for (int i = 0; i < kLines; ++i) log.write(fmt::format("access thread={} line={} {}", t, i, std::string(40, 'x')));
+        for (int i = 0; i < kLines; ++i)
+          log.write(fmt::format("access thread={} line={} {}", t, i, std::string(40, 'x')));
       });
     }
     for (auto& t : ts) t.join();
