@@ -17,7 +17,8 @@ router's GET /v1/router/peer_feed (as a peer instance would, docs/router.md) for
 decision and completion also emits a peer event: the cost of exact peer sync on the proxy path;
 --baseline-peer-feed does the same for the baseline keel (two builds' peer feeds compared).
 --keel-args "FLAGS" adds flags to the keel router under test only (e.g. --http-threads 2).
---rates R,R... adds open-loop runs at those total request rates (Poisson arrivals over --rate-procs
+--stream-chunks N [--stream-gap-us G] streams every answer (N SSE chunks G µs apart, then [DONE]): the router's
+CPU per streamed chunk (cpu_us_per_chunk). --rates R,R... adds open-loop runs at those total request rates (Poisson arrivals over --rate-procs
 generators x --rate-connections each; latency from each request's scheduled time), direct and through
 each router: the latency a request pays at a given offered load, rather than at a saturated core,
 where a closed loop's p99 is its connections' queue (connections x the router's CPU per request).
@@ -71,11 +72,15 @@ def cpu_seconds(pid: int) -> float:
 PIN = {"router": [], "other": []}  # taskset prefixes, set in main()
 
 
+STREAM = {"chunks": 0}  # --stream-chunks, set in main()
+STREAM_BODY = json.dumps({**json.loads(BODY), "stream": True})
+
+
 def load(build: pathlib.Path, port: int, seconds: float, connections: int, procs: int = 1, rate: float = 0) -> dict:
     """Closed loop, or open loop at `rate` req/s in all (split over the procs). Several procs: requests
     and req/s summed, p50 and p99 the worst proc's."""
     cmd = [*PIN["other"], str(build / "bench/bench_router/bench_router_load"), "127.0.0.1", str(port),
-           "/v1/chat/completions", BODY, str(connections), str(seconds)]
+           "/v1/chat/completions", STREAM_BODY if STREAM["chunks"] else BODY, str(connections), str(seconds)]
     if rate > 0:
         cmd.append(str(rate / procs))
     if procs == 1:
@@ -100,6 +105,9 @@ def measure(name, build, port, pid, seconds, connections, procs=1, warmup=1.0, r
     r["router_cpu_s"] = round(cpu, 3)
     r["req_per_cpu_s"] = round(r["requests"] / cpu, 1) if cpu > 0 else None
     r["cpu_us_per_req"] = round(cpu * 1e6 / r["requests"], 1) if r["requests"] and cpu > 0 else None
+    if STREAM["chunks"]:
+        r["stream_chunks"] = STREAM["chunks"]
+        r["cpu_us_per_chunk"] = round(r["cpu_us_per_req"] / (STREAM["chunks"] + 1), 2) if r["cpu_us_per_req"] else None
     r["router_core_busy"] = round(cpu / seconds, 3) if pid else None
     r["load_avg"] = round(os.getloadavg()[0], 2)
     return r
@@ -209,6 +217,9 @@ def main() -> None:
                     help="more flags for the keel router under test (not the baseline), e.g. --http-threads 2")
     ap.add_argument("--peer-feed", action="store_true",
                     help="a reader subscribed to the keel router's /v1/router/peer_feed during its runs")
+    ap.add_argument("--stream-chunks", type=int, default=0,
+                    help="stream every answer: the backend sends this many SSE chunks and [DONE] (cpu_us_per_chunk)")
+    ap.add_argument("--stream-gap-us", type=int, default=0, help="the backend's gap between a stream's chunks")
     ap.add_argument("--rates", default="", help="open-loop runs at these total req/s, comma-separated")
     ap.add_argument("--rate-procs", type=int, default=4, help="load generators in each open-loop run")
     ap.add_argument("--rate-connections", type=int, default=64,
@@ -225,8 +236,9 @@ def main() -> None:
         PIN["other"] = ["taskset", "-c", a.other_cpus]
     results = []
     bport = free_port()
+    STREAM["chunks"] = a.stream_chunks
     backend = subprocess.Popen([*PIN["other"], str(build / "bench/bench_router/bench_router_backend"), str(bport),
-                                str(a.backend_threads)])
+                                str(a.backend_threads), str(a.stream_chunks), str(a.stream_gap_us)])
     try:
         wait_http(f"http://127.0.0.1:{bport}/health")
         kinds = ["keel"] + (["baseline"] if a.baseline_keel else []) + (["sglang"] if a.sglang_router else [])

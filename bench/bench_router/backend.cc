@@ -1,23 +1,68 @@
 // A trivial, fast OpenAI-shaped backend for measuring router overhead: every chat/completions POST
 // gets the same small JSON at once, so the router, not the backend, is what a load test measures.
 // Also answers the probes routers make (/health, /metrics, /v1/models, sglang's /get_model_info and
-// /get_server_info). Usage: bench_router_backend PORT [IO_THREADS]
+// /get_server_info). With STREAM_CHUNKS > 0, a request whose body asks for "stream": true gets an SSE
+// stream of that many chat.completion.chunk events, one every STREAM_GAP_US (0: all at once), then
+// [DONE]: a token stream whose per-event cost a router pays.
+// Usage: bench_router_backend PORT [IO_THREADS [STREAM_CHUNKS STREAM_GAP_US]]
+#include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+
 #include "server/http/server.h"
+#include "server/http/sse.h"
 
 using keel::server::http::ExchangePtr;
 using keel::server::http::HttpRequest;
 using keel::server::http::HttpResponse;
 
+namespace {
+
+constexpr const char* kChunk =
+    R"({"id":"b","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,"delta":)"
+    R"({"content":"ok"},"finish_reason":null}]})";
+
+// One stream: a chunk per tick of its timer (on the server's first io_context), then [DONE].
+struct Stream : std::enable_shared_from_this<Stream> {
+  Stream(boost::asio::io_context& ioc, ExchangePtr e, int n, int gap) : ex(std::move(e)), timer(ioc), left(n), gap_us(gap) {}
+  void tick() {
+    if (left-- <= 0) {
+      ex->push(std::string(keel::server::http::sse_done()));
+      ex->end_stream();
+      return;
+    }
+    ex->push(keel::server::http::sse_event(kChunk));
+    timer.expires_after(std::chrono::microseconds(gap_us));
+    timer.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+      if (!ec) self->tick();
+    });
+  }
+  ExchangePtr ex;
+  boost::asio::steady_timer timer;
+  int left, gap_us;
+};
+
+bool wants_stream(const std::string& body) {
+  return body.find("\"stream\": true") != std::string::npos || body.find("\"stream\":true") != std::string::npos;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: %s PORT [IO_THREADS]\n", argv[0]);
+  if (argc < 2 || argc == 4) {
+    std::fprintf(stderr, "usage: %s PORT [IO_THREADS [STREAM_CHUNKS STREAM_GAP_US]]\n", argv[0]);
     return 2;
   }
+  const int stream_chunks = argc > 4 ? std::atoi(argv[3]) : 0;
+  const int stream_gap_us = argc > 4 ? std::atoi(argv[4]) : 0;
+  std::atomic<boost::asio::io_context*> ioc{nullptr};
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);
@@ -30,8 +75,19 @@ int main(int argc, char** argv) {
   auto fixed = [](std::string body) {
     return [body](HttpRequest&&, const ExchangePtr& ex) { ex->respond(HttpResponse{.status = 200, .body = body}); };
   };
-  router.add("POST", "/v1/chat/completions", fixed(completion));
-  router.add("POST", "/v1/completions", fixed(completion));
+  auto generate = [&, whole = fixed(completion)](HttpRequest&& req, const ExchangePtr& ex) {
+    if (stream_chunks <= 0 || !wants_stream(req.body)) return whole(std::move(req), ex);
+    ex->begin_stream(200, "text/event-stream", {});
+    if (stream_gap_us <= 0) {
+      for (int i = 0; i < stream_chunks; ++i) ex->push(keel::server::http::sse_event(kChunk));
+      ex->push(std::string(keel::server::http::sse_done()));
+      ex->end_stream();
+      return;
+    }
+    std::make_shared<Stream>(*ioc.load(), ex, stream_chunks, stream_gap_us)->tick();
+  };
+  router.add("POST", "/v1/chat/completions", generate);
+  router.add("POST", "/v1/completions", generate);
   router.add("POST", "/generate", fixed(completion));
   router.add("GET", "/health", fixed(R"({"status":"ok"})"));
   router.add("GET", "/health_generate", fixed(R"({"status":"ok"})"));
@@ -43,6 +99,7 @@ int main(int argc, char** argv) {
   cfg.port = static_cast<uint16_t>(std::atoi(argv[1]));
   cfg.n_io_threads = argc > 2 ? std::atoi(argv[2]) : 1;
   keel::server::http::HttpServer server(cfg, std::move(router));
+  ioc.store(&server.io_context());
   if (auto st = server.start(); !st.ok()) {
     std::fprintf(stderr, "%s\n", st.to_string().c_str());
     return 1;
