@@ -60,9 +60,12 @@ def open_stream(base: str, max_tokens: int):
     return resp
 
 
-# keel's default layout (one io thread for everything) and a threaded one (the peer links and the flushes
-# then cross threads: a decision drains a link that an upstream thread also reads).
-@pytest.mark.parametrize("layout", [[], ["--http-threads", "2", "--upstream-threads", "2"]], ids=["one-thread", "threads"])
+# keel's default layout (one io thread for everything), two front-end threads with the upstream calls on
+# them (an io_context each: the peer links and the feed live on the first, decisions run on both), and a
+# threaded one (the peer links and the flushes then cross threads: a decision drains a link that an
+# upstream thread also reads).
+@pytest.mark.parametrize("layout", [[], ["--http-threads", "2"], ["--http-threads", "2", "--upstream-threads", "2"]],
+                         ids=["one-thread", "front-threads", "threads"])
 def test_a_request_through_one_instance_shows_in_the_other_and_a_killed_peer_is_dropped(keel_bin, one_replica, layout):
     replica = one_replica
     pa, pb = free_port(), free_port()
