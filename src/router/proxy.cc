@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <random>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -176,7 +177,10 @@ void ProxyRequest::on_data(uint64_t n, std::string_view bytes) {
     body_acc_.append(bytes);
     return;
   }
-  if (!sse_.feed(bytes, [this](const SseEvent& ev) { on_event(ev); })) {
+  // The events of one read go to the client in one push (one send, however many events the read held).
+  const bool ok = sse_.feed(bytes, [this](const SseEvent& ev) { on_event(ev); });
+  if (!events_out_.empty()) ex_->push(std::exchange(events_out_, {}));
+  if (!ok) {
     if (call_) call_->cancel();
     release_replica(false);
     end_stream_with_error("the replica sent an oversized stream event");
@@ -192,20 +196,20 @@ void ProxyRequest::on_event(const SseEvent& ev) {
   if (ev.comment_only) return;
   if (ev.data == "[DONE]") {
     saw_done_ = true;
-    ex_->push(std::string(ev.raw));
+    events_out_.append(ev.raw);
     return;
   }
   if (!resumable_) {
-    ex_->push(std::string(ev.raw));
+    events_out_.append(ev.raw);
     return;
   }
   auto out = resume_.rewrite_chunk(ev.data);
   if (!out) return;
   resume_.on_chunk_forwarded(ev.data);
   if (resume_.n_resumes() == 0) {
-    ex_->push(std::string(ev.raw));
+    events_out_.append(ev.raw);
   } else {
-    ex_->push(server::http::sse_event(*out, ev.event));
+    events_out_.append(server::http::sse_event(*out, ev.event));
   }
 }
 

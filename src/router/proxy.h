@@ -90,6 +90,7 @@ class ProxyRequest : public std::enable_shared_from_this<ProxyRequest> {
   bool passthrough_ = false;  // this attempt's response goes to the client
   bool is_sse_ = false;
   std::string body_acc_;
+  std::string events_out_;  // the SSE events of one upstream read, pushed to the client together
   SseReader sse_;
   // The client side.
   bool client_started_ = false;  // stream head sent

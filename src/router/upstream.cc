@@ -304,10 +304,29 @@ class Call final : public UpstreamCall, public std::enable_shared_from_this<Call
       if (!deliver_piece(ec) || used == 0) break;
     }
     if (done_) return;
-    stream_->expires_after(std::chrono::milliseconds(idle_ms_));
+    // The idle timeout between body reads is the call's own lazy timer, not Beast's per-read one (a timer
+    // started and cancelled per read: a posted completion per streamed event).
+    body_deadline_ = Clock::now() + std::chrono::milliseconds(idle_ms_);
+    if (!body_timer_) {
+      stream_->expires_never();
+      body_timer_.emplace(strand_);
+    }
+    if (!body_timer_armed_) arm_body_timer();
     bhttp::async_read_some(*stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
       if (self->done_) return;
       if (self->deliver_piece(ec)) self->read_body();
+    });
+  }
+
+  // Fires at the deadline it was armed for; re-arms while reads keep moving the deadline later.
+  void arm_body_timer() {
+    body_timer_armed_ = true;
+    body_timer_->expires_at(body_deadline_);
+    body_timer_->async_wait([self = shared_from_this()](beast::error_code ec) {
+      self->body_timer_armed_ = false;
+      if (ec || self->done_) return;
+      if (Clock::now() < self->body_deadline_) return self->arm_body_timer();
+      self->finish(UpstreamFailure::kBody, fmt::format("{}: idle timeout in the response body", self->key_));
     });
   }
 
@@ -339,6 +358,7 @@ class Call final : public UpstreamCall, public std::enable_shared_from_this<Call
   void finish(UpstreamFailure f, const std::string& message) {
     if (done_) return;
     done_ = true;
+    if (body_timer_armed_) body_timer_->cancel();
     if (f != UpstreamFailure::kNone && stream_) {
       beast::error_code ignored;
       stream_->socket().close(ignored);
@@ -359,6 +379,9 @@ class Call final : public UpstreamCall, public std::enable_shared_from_this<Call
                                  // context's own executor when one thread runs it)
   std::unique_ptr<beast::tcp_stream> stream_;
   size_t ctx_ = 0;  // the client's context (and pool) this call runs on
+  std::optional<net::steady_timer> body_timer_;  // the body's idle timeout (lazy), from the first body read
+  Clock::time_point body_deadline_{};
+  bool body_timer_armed_ = false;
   bool reused_ = false;
   bool done_ = false;
   beast::flat_buffer buffer_;

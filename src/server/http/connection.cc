@@ -458,14 +458,16 @@ void Connection::flush() {
     if (end_after_write_) finish_exchange();
     return;
   }
-  if (end_after_write_) {
-    // The exchange's last bytes: sent now when the socket takes them all (most answers fit its buffer).
-    // The asynchronous write would make the same send, then cost a handler round to report it.
+  {
+    // No write in flight: the bytes go out now when the socket takes them all (an answer, a stream's
+    // event; they usually fit its buffer). The asynchronous write would make the same send, then cost a
+    // handler round to report it. What the socket does not take goes out asynchronously.
     beast::error_code ec;
     const size_t n = stream_.socket().write_some(net::buffer(out_), ec);  // non-blocking socket
     if (!ec && n == out_.size()) {
       out_.clear();
-      return finish_exchange();
+      if (end_after_write_) finish_exchange();
+      return;
     }
     if (ec && ec != net::error::would_block && ec != net::error::try_again) return close();
     if (!ec) out_.erase(0, n);
