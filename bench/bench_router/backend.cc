@@ -5,13 +5,13 @@
 // stream of that many chat.completion.chunk events, one every STREAM_GAP_US (0: all at once), then
 // [DONE]: a token stream whose per-event cost a router pays.
 // Usage: bench_router_backend PORT [IO_THREADS [STREAM_CHUNKS STREAM_GAP_US]]
-#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -29,7 +29,8 @@ constexpr const char* kChunk =
     R"({"id":"b","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,"delta":)"
     R"({"content":"ok"},"finish_reason":null}]})";
 
-// One stream: a chunk per tick of its timer (on the server's first io_context), then [DONE].
+// One stream: a chunk per tick of its timer (on the io_context of the thread that took the request, so its
+// pushes run in place and every io thread carries its own streams), then [DONE].
 struct Stream : std::enable_shared_from_this<Stream> {
   Stream(boost::asio::io_context& ioc, ExchangePtr e, int n, int gap) : ex(std::move(e)), timer(ioc), left(n), gap_us(gap) {}
   void tick() {
@@ -62,7 +63,13 @@ int main(int argc, char** argv) {
   }
   const int stream_chunks = argc > 4 ? std::atoi(argv[3]) : 0;
   const int stream_gap_us = argc > 4 ? std::atoi(argv[4]) : 0;
-  std::atomic<boost::asio::io_context*> ioc{nullptr};
+  std::vector<boost::asio::io_context*> contexts;  // set before the server starts
+  auto own_context = [&contexts]() -> boost::asio::io_context& {
+    for (auto* c : contexts) {
+      if (c->get_executor().running_in_this_thread()) return *c;
+    }
+    return *contexts.front();
+  };
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);
@@ -84,7 +91,7 @@ int main(int argc, char** argv) {
       ex->end_stream();
       return;
     }
-    std::make_shared<Stream>(*ioc.load(), ex, stream_chunks, stream_gap_us)->tick();
+    std::make_shared<Stream>(own_context(), ex, stream_chunks, stream_gap_us)->tick();
   };
   router.add("POST", "/v1/chat/completions", generate);
   router.add("POST", "/v1/completions", generate);
@@ -99,7 +106,7 @@ int main(int argc, char** argv) {
   cfg.port = static_cast<uint16_t>(std::atoi(argv[1]));
   cfg.n_io_threads = argc > 2 ? std::atoi(argv[2]) : 1;
   keel::server::http::HttpServer server(cfg, std::move(router));
-  ioc.store(&server.io_context());
+  contexts = server.io_contexts();
   if (auto st = server.start(); !st.ok()) {
     std::fprintf(stderr, "%s\n", st.to_string().c_str());
     return 1;
