@@ -105,6 +105,7 @@ int main(int argc, char** argv) {
   keel::server::http::ServerConfig cfg;
   cfg.port = static_cast<uint16_t>(std::atoi(argv[1]));
   cfg.n_io_threads = argc > 2 ? std::atoi(argv[2]) : 1;
+  cfg.context_per_thread = true;  // no handler blocks
   keel::server::http::HttpServer server(cfg, std::move(router));
   contexts = server.io_contexts();
   if (auto st = server.start(); !st.ok()) {

@@ -130,7 +130,8 @@ int run_router(RouterArgs a) {
   server::http::Router routes;
   svc.add_routes(routes);
   server::http::HttpServer http(a.http, std::move(routes));
-  svc.start(http.io_contexts());  // upstream sockets on the front end's threads unless --upstream-threads > 0
+  // Upstream sockets on the front end's threads unless --upstream-threads > 0.
+  svc.start(http.io_contexts(), http.threads_per_context());
   if (Status st = http.start(); !st.ok()) return fail(2, st);
   KEEL_LOG_INFO("router on http://{}:{} ({} replicas, policy {}, prefix keys: {})", a.http.host, http.port(),
                 svc.replicas().snapshot()->size(), a.router.policy, a.model.empty() ? "characters" : "tokens");
@@ -149,6 +150,7 @@ void register_router(CLI::App& app) {
   auto a = std::make_shared<RouterArgs>();
   a->http.port = 8080;
   a->http.n_io_threads = 1;
+  a->http.context_per_thread = true;  // the router's handlers never block: an event loop per io thread
   auto* cmd = app.add_subcommand("router", "Route OpenAI requests across keel serve replicas by cached prefix and load");
   cmd->add_option("--workers", a->workers, "Replica URLs: http://host:port[@region=..,cloud=..,pool=..]");
   cmd->add_option("-m,--model", a->model, "GGUF/HF model whose tokenizer keys prefixes (default: character keys)");

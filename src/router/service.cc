@@ -133,8 +133,8 @@ void RouterService::start_feed(const ReplicaPtr& r) {
   if (config_.cache_events && tokenizer_) run_cache_feed(*this, r);
 }
 
-void RouterService::start(std::vector<boost::asio::io_context*> front) {
-  upstream_.start(std::move(front));
+void RouterService::start(std::vector<boost::asio::io_context*> front, int32_t front_threads_each) {
+  upstream_.start(std::move(front), front_threads_each);
   started_.store(true);
   for (const auto& r : *replicas_.snapshot()) start_feed(r);
   upstream_.run_after(0, [this] { health_round(); });

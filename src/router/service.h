@@ -100,10 +100,10 @@ class RouterService {
   // Rewrites the state file (if configured) from the current replica set.
   Status persist();
   void add_routes(server::http::Router& router);
-  // `front`: the HTTP server's io_contexts (one thread each), used for the upstream side when
-  // config().upstream.n_threads is 0 (UpstreamClient::start: each request's upstream call on its
-  // client connection's thread); empty: the upstream client's own threads.
-  void start(std::vector<boost::asio::io_context*> front = {});
+  // `front`: the HTTP server's io_contexts (run by `front_threads_each` threads each), used for the
+  // upstream side when config().upstream.n_threads is 0 (UpstreamClient::start: each request's upstream
+  // call on its client connection's context); empty: the upstream client's own threads.
+  void start(std::vector<boost::asio::io_context*> front = {}, int32_t front_threads_each = 1);
   void stop();
 
   // --- used by the request flow (proxy.cc), health checks and feeds ---

@@ -396,18 +396,13 @@ UpstreamClient::UpstreamClient(UpstreamConfig config) : impl_(std::make_shared<I
 UpstreamClient::~UpstreamClient() { stop(); }
 
 void UpstreamClient::start(net::io_context* shared, int32_t shared_threads) {
-  if (shared && impl_->config.n_threads == 0) {
-    impl_->use_contexts({shared});
-    impl_->one_thread = shared_threads == 1;
-    return;
-  }
-  start(std::vector<net::io_context*>{});
+  start(shared ? std::vector<net::io_context*>{shared} : std::vector<net::io_context*>{}, shared_threads);
 }
 
-void UpstreamClient::start(std::vector<net::io_context*> shared) {
+void UpstreamClient::start(std::vector<net::io_context*> shared, int32_t threads_each) {
   if (!shared.empty() && impl_->config.n_threads == 0) {
     impl_->use_contexts(std::move(shared));
-    impl_->one_thread = true;
+    impl_->one_thread = threads_each == 1;
     return;
   }
   impl_->work.emplace(impl_->own_ioc.get_executor());

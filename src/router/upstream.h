@@ -85,11 +85,12 @@ class UpstreamClient {
   // pooled connections, which are bound to it). When one thread runs the context, calls skip their
   // strands (that thread already runs their handlers one at a time).
   void start(boost::asio::io_context* shared = nullptr, int32_t shared_threads = 1);
-  // With n_threads 0: runs on `shared` contexts, each run by one thread of its owner (the front end's io
-  // threads, HttpServer::io_contexts()). A call runs on the context of the thread that sends it (that
-  // thread then carries it from client to replica and back), or on the first when it runs none of them;
-  // each context has its own pool; timers run on the first. Empty, or n_threads > 0: as start() above.
-  void start(std::vector<boost::asio::io_context*> shared);
+  // With n_threads 0: runs on `shared` contexts, each run by `threads_each` threads of its owner (the
+  // front end's, HttpServer::io_contexts()). A call runs on the context of the thread that sends it (that
+  // thread then carries it from client to replica and back), or on the first when it runs none of them,
+  // on a strand when threads_each > 1; each context has its own pool; timers run on the first. Empty, or
+  // n_threads > 0: as start() above.
+  void start(std::vector<boost::asio::io_context*> shared, int32_t threads_each);
   // Stops the own threads (a shared context's owner stops that one) and drops idle connections;
   // calls still running on a shared context finish there and do not return to the pool.
   void stop();

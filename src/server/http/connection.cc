@@ -9,8 +9,9 @@
 // timeout from a lazy timer), so a keep-alive request costs one readability wait, not a cancel and a
 // fresh read. Bytes already buffered are parsed without a read, and an answer's last bytes are sent at
 // once when the socket takes them (a request that arrived whole and whose answer fits the socket buffer
-// costs no handler round beyond its read). A connection lives on one io thread's io_context
-// (server.cc): every member of Connection is touched only on that thread ("strand" below).
+// costs no handler round beyond its read). Every member of Connection is touched only on its strand:
+// the io_context of one io thread (context_per_thread), the shared io_context when one thread runs it,
+// or a strand of it (server.cc).
 
 #include "server/http/connection.h"
 

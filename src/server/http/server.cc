@@ -1,5 +1,6 @@
-// The listener and the io threads of HttpServer (server.h): an io_context per io thread, accepted
-// connections dealt to them in turn (connection.h/.cc serve them).
+// The listener and the io threads of HttpServer (server.h): one io_context run by every io thread, or
+// with context_per_thread an io_context per io thread with accepted connections dealt to them in turn
+// (connection.h/.cc serve them).
 #include "server/http/server.h"
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
 
 #include "base/log.h"
 #include "server/http/connection.h"
@@ -63,21 +65,29 @@ void run_io_thread(net::io_context& ioc, int32_t busy_poll_us) {
 
 struct HttpServer::Impl {
   explicit Impl(ServerConfig config, Router router, ServerHooks hooks)
-      : iocs(make_contexts(config.n_io_threads)), acceptor(*iocs.front()) {
+      : iocs(make_contexts(config)), acceptor(*iocs.front()) {
     shared.config = std::move(config);
     shared.router = std::move(router);
     shared.hooks = std::move(hooks);
   }
-  static std::vector<std::unique_ptr<net::io_context>> make_contexts(int32_t n) {
+  static std::vector<std::unique_ptr<net::io_context>> make_contexts(const ServerConfig& c) {
+    const int32_t threads = std::max(c.n_io_threads, 1);
     std::vector<std::unique_ptr<net::io_context>> out;
-    for (int32_t i = 0; i < std::max(n, 1); ++i) out.push_back(std::make_unique<net::io_context>(1));
+    for (int32_t i = 0; i < (c.context_per_thread ? threads : 1); ++i) {
+      out.push_back(std::make_unique<net::io_context>(c.context_per_thread ? 1 : threads));
+    }
     return out;
   }
 
-  // Connections are dealt to the io threads' contexts in turn (accept handlers run on the first's
-  // thread only). Each context has one thread, so a connection's handlers run one at a time with no
-  // strand (a strand would add its queue, a lock and a reference count to every completion).
-  net::any_io_executor connection_executor() { return iocs[next_ioc++ % iocs.size()]->get_executor(); }
+  // Each connection's handlers run one at a time. With a context per thread, connections are dealt to
+  // the contexts in turn (accept handlers run on the first's thread only) and need no strand; with one
+  // context, one io thread needs none either (a strand would add its queue, a lock and a reference count
+  // to every completion), several need a strand per connection.
+  net::any_io_executor connection_executor() {
+    if (iocs.size() > 1) return iocs[next_ioc++ % iocs.size()]->get_executor();
+    if (shared.config.n_io_threads <= 1) return iocs.front()->get_executor();
+    return net::make_strand(*iocs.front());
+  }
 
   void accept_next() {
     acceptor.async_accept(connection_executor(), [this](boost::system::error_code ec, tcp::socket socket) {
@@ -108,7 +118,7 @@ struct HttpServer::Impl {
   }
 
   Shared shared;  // first: outlives the io_contexts, whose teardown destroys connections
-  std::vector<std::unique_ptr<net::io_context>> iocs;  // one per io thread (concurrency hint 1)
+  std::vector<std::unique_ptr<net::io_context>> iocs;  // one per io thread, or one for all of them
   size_t next_ioc = 0;                                 // the context of the next accepted connection
   tcp::acceptor acceptor;
   std::vector<net::executor_work_guard<net::io_context::executor_type>> work;
@@ -143,8 +153,9 @@ Status HttpServer::start() {
   impl_->port = acc.local_endpoint().port();
   for (auto& ioc : impl_->iocs) impl_->work.push_back(net::make_work_guard(*ioc));
   impl_->accept_next();
-  for (auto& ioc : impl_->iocs) {
-    impl_->threads.emplace_back([this, c = ioc.get()] { run_io_thread(*c, impl_->shared.config.busy_poll_us); });
+  for (int32_t i = 0; i < cfg.n_io_threads; ++i) {
+    net::io_context* c = impl_->iocs[static_cast<size_t>(i) % impl_->iocs.size()].get();
+    impl_->threads.emplace_back([this, c] { run_io_thread(*c, impl_->shared.config.busy_poll_us); });
   }
   impl_->running = true;
   return {};
@@ -179,6 +190,11 @@ void HttpServer::stop() {
 }
 
 net::io_context& HttpServer::io_context() { return *impl_->iocs.front(); }
+
+int32_t HttpServer::threads_per_context() const {
+  const auto& c = impl_->shared.config;
+  return c.context_per_thread ? 1 : std::max(c.n_io_threads, 1);
+}
 
 std::vector<net::io_context*> HttpServer::io_contexts() {
   std::vector<net::io_context*> out;

@@ -1,6 +1,6 @@
-// Asynchronous HTTP/1.1 server on Boost.Beast (kept out of this header: pimpl). n_io_threads each run
-// an io_context of their own, and accepted connections are dealt to them in turn: a connection lives on
-// one thread, which serialises its handlers (no strand; no thread per connection). Keep-alive,
+// Asynchronous HTTP/1.1 server on Boost.Beast (kept out of this header: pimpl). n_io_threads run every
+// connection, no thread per connection: by default all of them one io_context, a strand per connection;
+// with context_per_thread an io_context each, connections dealt to them in turn. Keep-alive,
 // body size limit (413), header/body/idle timeouts, chunked streams with disconnect detection, and a
 // graceful stop. start()/stop() are called from one controlling thread (the CLI's main).
 #pragma once
@@ -38,6 +38,14 @@ struct ServerConfig {
   // at once). Trades a core's idle time for no wake-up per event: a sleeping thread pays a kernel wake-up
   // and a context switch on each event that ends its sleep. For a dedicated core (the router's).
   int32_t busy_poll_us = 0;
+  // Each io thread runs an io_context of its own and accepted connections are dealt to them in turn: no
+  // scheduler lock or wake-up shared between threads, no strand (4 threads on 4 cores: 28-37 us of CPU
+  // per proxied request against 45-54 shared; docs/performance.md, Session 15). But a handler that
+  // blocks stalls every connection of its thread, so it is for servers whose handlers never block (the
+  // router). Off (keel serve, whose handlers tokenize prompts and compile grammars in place): one
+  // io_context run by all io threads, where a slow handler holds one thread and the others serve every
+  // connection.
+  bool context_per_thread = false;
 
   Status validate() const;
 };
@@ -69,15 +77,17 @@ class HttpServer {
   void stop();
   // Open connections right now (for tests and metrics).
   int64_t n_connections() const;
-  // The io_contexts, one per io thread (each run by its thread alone), alive from construction to
-  // destruction; connections are dealt to them in turn. Another asynchronous component may put its own
-  // sockets and timers on them so that they run on the same threads (the router's upstream client does:
-  // the thread of a client's connection then carries its request to the replica and back, with no
-  // hand-off between threads). Work put there runs once start() has started the threads and stops with
-  // stop(); whatever it owns that is bound to these contexts must be released before the server is
-  // destroyed. io_context() is the first.
+  // The io_contexts (one per io thread with context_per_thread, else one run by every io thread), alive
+  // from construction to destruction. Another asynchronous component may put its own sockets and timers
+  // on them so that they run on the same threads (the router's upstream client does: the thread of a
+  // client's connection then carries its request to the replica and back, with no hand-off between
+  // threads). Work put there runs once start() has started the threads and stops with stop(); whatever
+  // it owns that is bound to these contexts must be released before the server is destroyed.
+  // io_context() is the first.
   boost::asio::io_context& io_context();
   std::vector<boost::asio::io_context*> io_contexts();
+  // How many io threads run each of io_contexts(): 1 with context_per_thread, else n_io_threads.
+  int32_t threads_per_context() const;
 
  private:
   struct Impl;

@@ -330,10 +330,12 @@ TEST(UpstreamSharedContexts, CallsRunOnTheSendersThreadAndEachContextPoolsItsOwn
                   ex->respond(HttpResponse{.status = f == UpstreamFailure::kNone ? 200 : 502});
                 }});
   });
-  server::http::HttpServer front(server::http::ServerConfig{.port = 0, .n_io_threads = 2, .drain_timeout_ms = 100},
-                                 std::move(front_routes));
+  server::http::HttpServer front(
+      server::http::ServerConfig{.port = 0, .n_io_threads = 2, .drain_timeout_ms = 100, .context_per_thread = true},
+      std::move(front_routes));
   ASSERT_EQ(front.io_contexts().size(), 2u);
-  relay.start(front.io_contexts());
+  ASSERT_EQ(front.threads_per_context(), 1);
+  relay.start(front.io_contexts(), front.threads_per_context());
   ASSERT_TRUE(front.start().ok());
 
   UpstreamClient client(UpstreamConfig{.n_threads = 1});  // the test's own client of the front end

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <chrono>
 #include <future>
 #include <thread>
@@ -46,19 +47,22 @@ struct Fixture {
   }
 };
 
+// n_io_threads < 0: that many threads with an io_context each (context_per_thread).
 ServerConfig base_config(int32_t n_io_threads) {
   return ServerConfig{.host = "127.0.0.1",
                       .port = 0,
-                      .n_io_threads = n_io_threads,
+                      .n_io_threads = std::abs(n_io_threads),
                       .max_body_bytes = 1024,
                       .header_timeout_ms = 500,
                       .body_timeout_ms = 500,
                       .idle_timeout_ms = 800,
-                      .drain_timeout_ms = 3000};
+                      .drain_timeout_ms = 3000,
+                      .context_per_thread = n_io_threads < 0};
 }
 
 // Every test runs with one io thread (connections then run on the io_context's executor, without
-// strands) and with two (a strand per connection).
+// strands), with two sharing one io_context (a strand per connection), and with two that run an
+// io_context each (context_per_thread: connections dealt to them in turn, no strand).
 class HttpServerTest : public ::testing::TestWithParam<int32_t> {
  protected:
   ServerConfig test_config() const { return base_config(GetParam()); }
@@ -531,7 +535,48 @@ TEST_P(HttpServerTest, BusyPollOutsideItsRangeIsRefused) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(IoThreads, HttpServerTest, ::testing::Values(1, 2));
+INSTANTIATE_TEST_SUITE_P(IoThreads, HttpServerTest, ::testing::Values(1, 2, -2));
+
+// keel serve's layout (one io_context shared by the io threads): while a handler blocks its thread (as
+// a long grammar compile does), the other thread serves every other connection. With a context per
+// thread the connections dealt to the blocked thread would wait, which is why keel serve keeps this one.
+TEST(HttpServerSharedContext, ABlockedHandlerLeavesEveryOtherConnectionServed) {
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<bool> blocking{false};
+  Router r;
+  r.add("GET", "/block", [&](HttpRequest&&, const ExchangePtr& ex) {
+    blocking.store(true);
+    released.wait();  // holds this io thread
+    ex->respond(HttpResponse{.body = "unblocked"});
+  });
+  r.add("GET", "/hello", [](HttpRequest&&, const ExchangePtr& ex) { ex->respond(HttpResponse{.body = "hi"}); });
+  HttpServer server(base_config(2), std::move(r));
+  ASSERT_TRUE(server.start().ok());
+  struct Release {  // on a failed assertion too, before the server stops (it would wait for the handler)
+    std::promise<void>& p;
+    bool done = false;
+    ~Release() {
+      if (!done) p.set_value();
+    }
+  } guard{release};
+  RawClient blocked(server.port());
+  ASSERT_TRUE(blocked.send(test::get("/block")));
+  for (int i = 0; i < 500 && !blocking.load(); ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_TRUE(blocking.load());
+  for (int i = 0; i < 4; ++i) {  // connections accepted after the blocked one, whichever thread takes them
+    RawClient c(server.port());
+    ASSERT_TRUE(c.send(test::get("/hello")));
+    auto resp = c.read_response();
+    ASSERT_TRUE(resp.has_value()) << "connection " << i;
+    EXPECT_EQ(resp->body, "hi");
+  }
+  guard.done = true;
+  release.set_value();
+  auto resp = blocked.read_response();
+  ASSERT_TRUE(resp.has_value());
+  EXPECT_EQ(resp->body, "unblocked");
+}
 
 }  // namespace
 }  // namespace keel::server::http
