@@ -107,8 +107,7 @@ struct UpstreamClient::Impl : std::enable_shared_from_this<Impl> {
   // Runs `iocs` (one pool each): own_ioc, or shared contexts.
   void use_contexts(std::vector<net::io_context*> contexts) {
     iocs = std::move(contexts);
-    pools.clear();
-    for (size_t i = 0; i < iocs.size(); ++i) pools.push_back(std::make_unique<Pool>());
+    pools = make_pools(iocs.size());
   }
   Result<tcp::resolver::results_type> resolve(const Endpoint& ep, const std::string& key) {
     {

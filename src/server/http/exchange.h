@@ -1,9 +1,10 @@
 // One request/response exchange on a connection, as a route handler sees it. The handler answers
 // once with respond(), or opens a chunked stream (begin_stream, push..., end_stream). Every method is
 // thread-safe and keeps call order per calling thread. respond, begin_stream, push, end_stream and
-// on_disconnect run at once when the caller already runs on the connection's thread (its io_context's)
-// and none of the exchange's earlier calls is still queued; otherwise they are posted there. Running at once saves a handler round per call (a proxied answer: the upstream
-// read's handler writes it). They become no-ops once the exchange has ended or the connection is gone.
+// on_disconnect run at once when the caller already runs on the connection's strand and none of the
+// exchange's earlier calls is still queued; otherwise they are posted there. Running at once saves a
+// handler round per call (a proxied answer: the upstream read's handler writes it). They become no-ops
+// once the exchange has ended or the connection is gone.
 // Implemented in http/connection.cc.
 #pragma once
 

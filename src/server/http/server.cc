@@ -65,7 +65,7 @@ void run_io_thread(net::io_context& ioc, int32_t busy_poll_us) {
 
 struct HttpServer::Impl {
   explicit Impl(ServerConfig config, Router router, ServerHooks hooks)
-      : iocs(make_contexts(config)), acceptor(*iocs.front()) {
+      : iocs(make_contexts(config)), acceptor(net::make_strand(*iocs.front())) {
     shared.config = std::move(config);
     shared.router = std::move(router);
     shared.hooks = std::move(hooks);
@@ -120,7 +120,7 @@ struct HttpServer::Impl {
   Shared shared;  // first: outlives the io_contexts, whose teardown destroys connections
   std::vector<std::unique_ptr<net::io_context>> iocs;  // one per io thread, or one for all of them
   size_t next_ioc = 0;                                 // the context of the next accepted connection
-  tcp::acceptor acceptor;
+  tcp::acceptor acceptor;  // on a strand: stop()'s posted close must not run beside an accept handler
   std::vector<net::executor_work_guard<net::io_context::executor_type>> work;
   std::vector<std::thread> threads;
   uint16_t port = 0;
