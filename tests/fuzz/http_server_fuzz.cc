@@ -6,6 +6,7 @@
 // asynchronous header and body reads run. Routes: POST /echo (answers the body), GET /hello,
 // GET /stream (a short chunked stream).
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -14,7 +15,9 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -58,9 +61,29 @@ HttpServer& server() {
   return *s;
 }
 
+// libFuzzer's timeout alarm (SIGALRM, installed without SA_RESTART) can interrupt any of the blocking
+// calls below: EINTR is retried, never taken for the server's failure.
+bool connect_to(int fd, uint16_t port) {
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) return true;
+  if (errno != EINTR) return false;
+  // Interrupted: the handshake goes on; wait for it and read its outcome.
+  pollfd p{fd, POLLOUT, 0};
+  while (::poll(&p, 1, 5000) < 0) {
+    if (errno != EINTR) return false;
+  }
+  int err = 0;
+  socklen_t len = sizeof(err);
+  return ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0 && (p.revents & POLLOUT);
+}
+
 bool send_all(int fd, std::string_view bytes) {
   while (!bytes.empty()) {
     const ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return false;  // the server closed first (an error answer): fine
     bytes.remove_prefix(static_cast<size_t>(n));
   }
@@ -75,11 +98,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint8_t mode = data[0];
   std::string_view bytes(reinterpret_cast<const char*>(data) + 1, size - 1);
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(srv.port());
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) std::abort();
+  if (!connect_to(fd, srv.port())) {
+    std::fprintf(stderr, "connect to the server failed: %s\n", std::strerror(errno));
+    std::abort();
+  }
   if (mode % 4 == 0 || bytes.size() < 2) {
     send_all(fd, bytes);
   } else {  // pieces of 1 + (mode / 4) bytes... capped, with a pause after the first
@@ -101,9 +123,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
     if (left <= 0) std::abort();  // hang: the server neither answered nor closed
     pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(left)) < 0) std::abort();
+    if (::poll(&p, 1, static_cast<int>(left)) < 0) {
+      if (errno == EINTR) continue;
+      std::abort();
+    }
     char buf[4096];
-    const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+    const ssize_t n = ::recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (n <= 0) break;
     got.append(buf, static_cast<size_t>(n));
   }
