@@ -8,7 +8,8 @@
 # Seeds: gguf_fuzz gets the first KB of two llama.cpp vocab GGUFs (v2 and v3) and a small valid
 # GGUF built by gguf-py from SmolLM2's real metadata and tensor rows; safetensors_fuzz gets the
 # golden files written by the safetensors package; peer_feed_fuzz a peer feed answer with every event
-# kind; http_server_fuzz six client requests (whole, in pieces, pipelined, 100-continue, chunked). Other
+# kind; http_server_fuzz six client requests (whole, in pieces, pipelined, 100-continue, chunked);
+# router_body_fuzz four request bodies; router_config_fuzz a tenants file, a state file and two URLs. Other
 # targets start from an empty corpus.
 # Exit status is non-zero if any target finds a crash, leak or timeout (artifacts in $BUILD/fuzz).
 set -euo pipefail
@@ -98,6 +99,25 @@ seeds_http_server_fuzz() {
   printf '\x00POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n' >"$1/chunked"
 }
 
+# Bodies as clients send them, one per kind (first byte 0 chat, 1 completion, 2 native): parts, ids, escapes.
+seeds_router_body_fuzz() {
+  printf '\x00{"model":"m","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":[{"type":"text","text":"Hi \\u00e9\\ud83d\\ude00"}]}],"stream":true,"n":1,"seed":7}' >"$1/chat"
+  printf '\x01{"model":"m","prompt":[1,2,3,18446744073709551615,-4,2.5],"n":2,"seed":null}' >"$1/ids"
+  printf '\x01{"model":"m","prompt":[{"text":"a"},"b",{"text":"c"}],"prompt":"again"}' >"$1/parts"
+  printf '\x02{"text":"native \\"quoted\\"","stream":false,"sampling_params":{"max_new_tokens":4}}' >"$1/native"
+}
+
+# A tenants file listing the SHA-256 of the key "k", a state file and two replica URLs (first byte 0, 1, 2).
+seeds_router_config_fuzz() {
+  local k; k=$(printf k | sha256sum | cut -c1-64)
+  printf '\x00{"tenants":[{"name":"acme","pool":"p","region":"eu","rate_per_s":2.5,"burst":3,"api_keys_sha256":["%s"]}]}' "$k" >"$1/tenants"
+  printf '\x01{"version":1,"replicas":[{"url":"http://127.0.0.1:8001","labels":{"region":"eu","cloud":"c","pool":"p"},"state":"draining"},{"url":"http://h:2/x"}]}' >"$1/state"
+  printf '\x02http://127.0.0.1:30000' >"$1/url"
+  printf '\x02http://[::1]:8080/v1' >"$1/url6"
+}
+
+# UBSan reports (the build recovers from them by default) count as failures, as ASan's do.
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
 status=0
 for target in "${TARGETS[@]}"; do
   seeds="$WORK/$target/seeds" corpus="$WORK/$target/corpus" artifacts="$WORK/$target/artifacts"

@@ -18,7 +18,10 @@ int64_t TokenBucket::try_take(int64_t now_us) {
     return 0;
   }
   if (rate_per_s_ <= 0) return 60;
-  return std::max<int64_t>(1, static_cast<int64_t>(std::ceil((1.0 - tokens_) / rate_per_s_)));
+  // A tiny configured rate (1e-300/s) makes the wait too large for an int64: capped at kMaxRetryAfterS.
+  const double wait_s = std::ceil((1.0 - tokens_) / rate_per_s_);
+  return wait_s >= static_cast<double>(kMaxRetryAfterS) ? kMaxRetryAfterS
+                                                        : std::max<int64_t>(1, static_cast<int64_t>(wait_s));
 }
 
 }  // namespace keel::router

@@ -1,5 +1,6 @@
 // TokenBucket: a per-API-key request rate limit (rate_per_s refill, burst capacity). try_take answers
-// 0 when the request may pass, else the whole seconds until a token is there (for Retry-After).
+// 0 when the request may pass, else the whole seconds until a token is there (for Retry-After), at
+// most kMaxRetryAfterS.
 // Thread-safe (a mutex per bucket).
 #pragma once
 
@@ -10,6 +11,8 @@ namespace keel::router {
 
 class TokenBucket {
  public:
+  static constexpr int64_t kMaxRetryAfterS = 86'400;
+
   TokenBucket(double rate_per_s, double burst);
   int64_t try_take(int64_t now_us);
 

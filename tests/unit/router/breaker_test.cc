@@ -44,6 +44,16 @@ TEST(TokenBucket, AllowsBurstThenRefillsAtRate) {
   EXPECT_GT(t.try_take(500'000), 0);
 }
 
+// A rate so small that the wait overflows an int64 (found by router_config_fuzz under UBSan): capped.
+TEST(TokenBucket, ATinyRateGivesTheCappedRetryAfter) {
+  TokenBucket t(1e-300, 1.0);
+  EXPECT_EQ(t.try_take(0), 0);
+  EXPECT_EQ(t.try_take(0), TokenBucket::kMaxRetryAfterS);
+  TokenBucket slow(0.25, 1.0);  // one every 4 s: below the cap, exact
+  EXPECT_EQ(slow.try_take(0), 0);
+  EXPECT_EQ(slow.try_take(0), 4);
+}
+
 TEST(Tenants, KeysAreLookedUpByDigestAndConfigErrorsAreClear) {
   // sha256("abc") from Python's hashlib (independent of OpenSSL).
   EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
