@@ -9,8 +9,8 @@
 # GGUF built by gguf-py from SmolLM2's real metadata and tensor rows; safetensors_fuzz gets the
 # golden files written by the safetensors package; peer_feed_fuzz a peer feed answer with every event
 # kind; http_server_fuzz six client requests (whole, in pieces, pipelined, 100-continue, chunked);
-# router_body_fuzz four request bodies; router_config_fuzz a tenants file, a state file and two URLs. Other
-# targets start from an empty corpus.
+# router_body_fuzz four request bodies; router_config_fuzz a tenants file, a state file, two URLs and
+# a replica's metrics. Other targets start from an empty corpus.
 # Exit status is non-zero if any target finds a crash, leak or timeout (artifacts in $BUILD/fuzz).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -107,13 +107,15 @@ seeds_router_body_fuzz() {
   printf '\x02{"text":"native \\"quoted\\"","stream":false,"sampling_params":{"max_new_tokens":4}}' >"$1/native"
 }
 
-# A tenants file listing the SHA-256 of the key "k", a state file and two replica URLs (first byte 0, 1, 2).
+# A tenants file listing the SHA-256 of the key "k", a state file, two replica URLs and a replica's
+# Prometheus text (first byte 0, 1, 2, 3).
 seeds_router_config_fuzz() {
   local k; k=$(printf k | sha256sum | cut -c1-64)
   printf '\x00{"tenants":[{"name":"acme","pool":"p","region":"eu","rate_per_s":2.5,"burst":3,"api_keys_sha256":["%s"]}]}' "$k" >"$1/tenants"
   printf '\x01{"version":1,"replicas":[{"url":"http://127.0.0.1:8001","labels":{"region":"eu","cloud":"c","pool":"p"},"state":"draining"},{"url":"http://h:2/x"}]}' >"$1/state"
   printf '\x02http://127.0.0.1:30000' >"$1/url"
   printf '\x02http://[::1]:8080/v1' >"$1/url6"
+  printf '\x03# TYPE keel_num_requests_waiting gauge\nkeel_num_requests_waiting 3\nkeel_kv_slots_used NaN\n' >"$1/metrics"
 }
 
 # UBSan reports (the build recovers from them by default) count as failures, as ASan's do.

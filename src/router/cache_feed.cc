@@ -98,11 +98,24 @@ void apply_event(FeedState& st, const SseEvent& ev) {
     st.broken = true;
     return;
   }
+  // Typed reads only: nlohmann's get<> throws on a wrong type, and a throw here would leave the
+  // upstream client's handler and end the router.
+  const auto kind = j.find("kind");
+  if (kind != j.end() && (!kind->is_string() || (*kind != "stored" && *kind != "removed"))) {
+    st.broken = true;
+    return;
+  }
   std::vector<int32_t> tokens;
   tokens.reserve(j["tokens"].size());
-  for (const json& t : j["tokens"]) tokens.push_back(t.get<int32_t>());
+  for (const json& t : j["tokens"]) {
+    if (!t.is_number_integer()) {
+      st.broken = true;
+      return;
+    }
+    tokens.push_back(t.get<int32_t>());
+  }
   const auto parent = j["parent_hash"].get<uint64_t>();
-  if (j.value("kind", std::string()) == "removed") {
+  if (kind != j.end() && *kind == "removed") {
     index.remove_exact(id, parent, tokens);
   } else {
     index.add_exact(id, parent, tokens);
@@ -130,7 +143,14 @@ void run_cache_feed(RouterService& svc, const ReplicaPtr& replica) {
            st->svc->index().forget(st->replica->id);
            return;
          }
-         st->reader.feed(bytes, [&](const SseEvent& ev) { apply_event(*st, ev); });
+         st->reader.feed(bytes, [&](const SseEvent& ev) {
+           try {
+             apply_event(*st, ev);
+           } catch (const std::exception& e) {  // a last guard: a replica's bytes must not end the router
+             KEEL_LOG_WARN("cache feed of {}: dropped after a malformed event ({})", st->replica->url, e.what());
+             st->broken = true;
+           }
+         });
          if (st->broken && st->call) st->call->cancel();
          if (st->broken && !st->replica->removed.load()) {
            st->replica->clear_pushed();

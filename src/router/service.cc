@@ -7,6 +7,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "router/prom_gauge.h"
 #include "router/state_file.h"
 
 namespace keel::router {
@@ -162,24 +163,6 @@ void RouterService::schedule_health_round() {
   if (!stopping()) upstream_.run_after(config_.health_interval_ms, [this] { health_round(); });
 }
 
-namespace {
-
-// The value of an unlabelled gauge `name` in a Prometheus text body, or -1.
-int64_t gauge_value(std::string_view text, std::string_view name) {
-  size_t at = 0;
-  while ((at = text.find(name, at)) != std::string_view::npos) {
-    bool line_start = at == 0 || text[at - 1] == '\n';
-    size_t after = at + name.size();
-    if (line_start && after < text.size() && text[after] == ' ') {
-      return static_cast<int64_t>(std::strtod(std::string(text.substr(after + 1, 32)).c_str(), nullptr));
-    }
-    at = after;
-  }
-  return -1;
-}
-
-}  // namespace
-
 void RouterService::health_round() {
   if (stopping()) return;
   upstream_.trim_idle();
@@ -236,11 +219,11 @@ void RouterService::poll_load(const ReplicaPtr& r) {
                         if (f != UpstreamFailure::kNone) return;
                         // The replica counted at some moment while the poll was out: compare with the
                         // larger of our counts at both ends, so our own requests are never counted twice.
-                        r->set_reported(gauge_value(*body, "keel_num_requests_waiting"),
-                                        gauge_value(*body, "keel_num_requests_running"),
+                        r->set_reported(prom_gauge(*body, "keel_num_requests_waiting"),
+                                        prom_gauge(*body, "keel_num_requests_running"),
                                         std::max(ours_at_send, r->in_flight.load()),
                                         std::max(peers_at_send, r->peer_in_flight.load()));
-                        r->set_kv(gauge_value(*body, "keel_kv_slots_used"), gauge_value(*body, "keel_kv_slots_total"),
+                        r->set_kv(prom_gauge(*body, "keel_kv_slots_used"), prom_gauge(*body, "keel_kv_slots_total"),
                                   routed_at_send);
                       }});
 }

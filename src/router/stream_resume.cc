@@ -6,8 +6,10 @@ using nlohmann::json;
 
 bool ResumeState::on_token_event(std::string_view data) {
   json j = json::parse(data, nullptr, false);
+  // Typed checks only (nlohmann's value()/get<> throw on a wrong type): a replica's bytes must not throw.
+  const auto index = j.is_object() ? j.find("index") : j.end();
   if (j.is_discarded() || !j.is_object() || !j.contains("token_ids") || !j["token_ids"].is_array() ||
-      j.value("index", 0) != 0) {
+      (index != j.end() && !(index->is_number_integer() && *index == 0))) {
     bad_ = true;
     return false;
   }
@@ -59,8 +61,12 @@ std::optional<std::string> ResumeState::rewrite_chunk(std::string_view data) {
   if (first_created_ && j.contains("created")) j["created"] = *first_created_;
   if (j.contains("choices") && j["choices"].is_array() && !j["choices"].empty()) {
     const json& c = j["choices"][0];
-    if (c.contains("delta") && c["delta"].is_object() && c["delta"].contains("role") &&
-        c["delta"].value("content", std::string()).empty() && c.value("finish_reason", json()).is_null()) {
+    auto empty_or_null = [](const json& o, const char* key) {
+      const auto it = o.find(key);
+      return it == o.end() || it->is_null() || (it->is_string() && it->get_ref<const std::string&>().empty());
+    };
+    if (c.is_object() && c.contains("delta") && c["delta"].is_object() && c["delta"].contains("role") &&
+        empty_or_null(c["delta"], "content") && (!c.contains("finish_reason") || c["finish_reason"].is_null())) {
       return std::nullopt;  // the resumed replica's own opening role chunk
     }
   }

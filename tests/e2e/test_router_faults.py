@@ -18,11 +18,15 @@ from test_router import client_for, free_port, http, one_replica, start_router, 
 class FakeBackend:
     """Fault injection only: mode '500' answers every POST with 500, 'slow' stalls POSTs for 5 s,
     'cut' starts an SSE stream, sends two chunks and drops the connection (and refuses to resume a
-    stream with 503), 'ok' answers a fixed chat completion. /health always answers 200 (so only passive detection can catch it)."""
+    stream with 503), 'ok' answers a fixed chat completion. /health always answers 200 (so only passive detection can catch it).
+    With feeds, GET /v1/cache/events answers the next list of SSE events (a replica's cache feed, possibly
+    malformed)."""
 
-    def __init__(self, mode: str):
+    def __init__(self, mode: str, feeds: list[list[str]] | None = None):
         self.mode = mode
         self.posts = 0
+        self.feeds = feeds or []  # cache-feed answers (SSE events), one per subscription
+        self.subscriptions = 0
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -40,7 +44,28 @@ class FakeBackend:
                 self.wfile.write(data)
 
             def do_GET(self):
+                if self.path.startswith("/v1/cache/events") and fake.feeds:
+                    return self._feed()
                 self._send(200, '{"status":"ok"}' if self.path == "/health" else "")
+
+            def _feed(self):
+                """The next of fake.feeds (the last one repeats): its events, then heartbeats for 3 s."""
+                events = fake.feeds[min(fake.subscriptions, len(fake.feeds) - 1)]
+                fake.subscriptions += 1
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                try:
+                    for ev in events + [":\n\n"] * 15:
+                        self.wfile.write(f"{len(ev.encode()):x}\r\n{ev}\r\n".encode())
+                        self.wfile.flush()
+                        if ev.startswith(":"):
+                            time.sleep(0.2)
+                    self.wfile.write(b"0\r\n\r\n")
+                except OSError:
+                    pass  # the router dropped the feed (a malformed event): expected
+                self.close_connection = True
 
             def do_POST(self):
                 self.rfile.read(int(self.headers.get("Content-Length", 0)))
@@ -271,3 +296,31 @@ def test_work_in_flight_is_taken_off_once_on_every_path(keel_bin, one_replica):
     finally:
         stop(proc)
         cut.close()
+
+
+def test_malformed_cache_feed_events_resync_the_feed_and_never_crash_the_router(keel_bin, model_path, one_replica):
+    """A replica's cache feed is input too: deltas whose tokens are not integers, or whose kind is not a
+    string, must drop that feed back to a fresh subscription, not throw out of the router's handler."""
+    reset = 'event: reset\ndata: {"seq":0}\n\n'
+    bad = [[reset, 'event: stored\ndata: {"seq":1,"parent_hash":0,"tokens":[1,"two",3]}\n\n'],
+           [reset, 'event: stored\ndata: {"seq":1,"parent_hash":0,"tokens":[1,2,3],"kind":5}\n\n'],
+           [reset, 'event: stored\ndata: {"seq":1,"parent_hash":0,"tokens":[1,1e300]}\n\n'],
+           [reset, 'event: pending\ndata: {"tokens":[1,2.5]}\n\n', 'event: load\ndata: {"in_flight":"3"}\n\n',
+            'event: stored\ndata: {"seq":1,"parent_hash":0,"tokens":[1,2,3]}\n\n']]
+    fake = FakeBackend("ok", feeds=bad)
+    base, proc = start_router(keel_bin, [fake.url, one_replica], "--policy", "round_robin", model_path=model_path)
+    try:
+        deadline = time.time() + 30
+        while fake.subscriptions < len(bad) and time.time() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        assert proc.poll() is None, "the router exited on a malformed cache feed event"
+        assert fake.subscriptions >= len(bad)  # each malformed delta dropped the feed; the router subscribed again
+        c = client_for(base)
+        for i in range(4):  # round robin: both replicas still take requests
+            assert c.chat.completions.create(model="smollm2", messages=[{"role": "user", "content": f"hi {i}"}],
+                                             max_tokens=1, temperature=0).choices[0].message.content is not None
+        assert fake.posts >= 1
+        assert proc.poll() is None
+    finally:
+        stop(proc)
+        fake.close()

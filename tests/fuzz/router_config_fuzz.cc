@@ -1,10 +1,12 @@
 // libFuzzer target for the router's configuration inputs, which come from files and the command line:
 // the tenants file (router/tenants.h), the state file (router/state_file.h) and a replica URL
-// (--workers, the admin API; router/replica.h). The first byte picks which; the rest is the text.
+// (--workers, the admin API; router/replica.h); and for a replica's polled Prometheus text
+// (router/prom_gauge.h). The first byte picks which; the rest is the text.
 //   - tenants: a table that parses answers find_key for the key "k" (the seed lists its SHA-256) and
 //     "k"'s token bucket gives a non-negative Retry-After at any time;
 //   - state: a file that parses renders back (render_state) to text that parses to the same replicas;
-//   - URL: one that parses has a host without '/' and a port in 1..65535.
+//   - URL: one that parses has a host without '/' and a port in 1..65535;
+//   - Prometheus text: a gauge reads -1 or a count in 0..2^40 (UBSan checks the conversion).
 // Any other outcome than a clean error or those properties aborts. Runs: scripts/fuzz.sh
 // router_config_fuzz <seconds>.
 #include <cstddef>
@@ -14,6 +16,7 @@
 #include <string>
 #include <string_view>
 
+#include "router/prom_gauge.h"
 #include "router/rate_limit.h"
 #include "router/replica.h"
 #include "router/state_file.h"
@@ -62,15 +65,23 @@ void url(std::string_view text) {
   if (ep->host.empty() || ep->host.find('/') != std::string::npos || ep->port == 0) std::abort();
 }
 
+void gauges(std::string_view text) {
+  for (std::string_view name : {"keel_num_requests_waiting", "keel_kv_slots_used"}) {
+    const int64_t v = prom_gauge(text, name);
+    if (v < -1 || v > (int64_t{1} << 40)) std::abort();
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const std::string_view text(reinterpret_cast<const char*>(data) + 1, size - 1);
-  switch (data[0] % 3) {
+  switch (data[0] % 4) {
     case 0: tenants(text); break;
     case 1: state(text); break;
-    default: url(text); break;
+    case 2: url(text); break;
+    default: gauges(text); break;
   }
   return 0;
 }

@@ -56,5 +56,26 @@ TEST(ResumeState, ResumedChunksLookLikeTheFirstStream) {
   EXPECT_EQ(u["usage"]["completion_tokens"], 7);
 }
 
+// A replica's events with fields of the wrong type are refused or passed through, never thrown on
+// (nlohmann's value() threw type_error out of the proxy's handler before).
+TEST(ResumeState, FieldsOfTheWrongTypeAreHandledNotThrown) {
+  ResumeState s;
+  EXPECT_FALSE(s.on_token_event(R"({"index":"0","token_ids":[1]})"));  // index not an integer: a bad stream
+  EXPECT_FALSE(s.on_token_event(R"({"index":0,"token_ids":[1,"2"]})"));
+  EXPECT_FALSE(s.resume_body(nlohmann::json{{"max_tokens", 8}}));  // bad: cannot be resumed
+  ResumeState r;
+  ASSERT_TRUE(r.rewrite_chunk(R"({"id":"first","created":7,"choices":[{"delta":{"role":"assistant"}}]})"));
+  EXPECT_TRUE(r.on_token_event(R"({"token_ids":[1]})"));  // no index: the first choice
+  r.on_chunk_forwarded("{}");
+  r.begin_resume();
+  // The resumed replica's role chunk with "content": null is its opening chunk too: dropped.
+  EXPECT_FALSE(r.rewrite_chunk(R"({"id":"b","choices":[{"delta":{"role":"assistant","content":null}}]})"));
+  // A role chunk whose content is not a string, and a choice that is not an object: passed on, rewritten.
+  auto odd = r.rewrite_chunk(R"({"id":"b","choices":[{"delta":{"role":"assistant","content":5}}]})");
+  ASSERT_TRUE(odd);
+  EXPECT_EQ(nlohmann::json::parse(*odd)["id"], "first");
+  ASSERT_TRUE(r.rewrite_chunk(R"({"id":"b","choices":[5]})"));
+}
+
 }  // namespace
 }  // namespace keel::router
