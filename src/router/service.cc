@@ -9,6 +9,7 @@
 #include "base/log.h"
 #include "router/prom_gauge.h"
 #include "router/state_file.h"
+#include "server/http/server.h"
 
 namespace keel::router {
 
@@ -279,6 +280,9 @@ std::string RouterService::render_replica_metrics() {
   family("keel_router_upstream_connects_total", "counter",
          "Connections opened to replicas (near the request rate: raise --upstream-pool).");
   out += fmt::format("keel_router_upstream_connects_total {}\n", upstream_.n_connects());
+  family("keel_router_handler_exceptions_total", "counter",
+         "Handlers that threw out of an io thread's loop (each a bug; the thread ran on, one exchange lost).");
+  out += fmt::format("keel_router_handler_exceptions_total {}\n", server::http::handler_exceptions());
   family("keel_router_upstream_pooled", "gauge", "Idle kept-alive connections to replicas in the pool.");
   out += fmt::format("keel_router_upstream_pooled {}\n", upstream_.n_idle());
   auto list = replicas_.snapshot();

@@ -31,6 +31,8 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
 
+#include "server/http/server.h"
+
 namespace keel::router {
 
 namespace net = boost::asio;
@@ -407,7 +409,7 @@ void UpstreamClient::start(std::vector<net::io_context*> shared, int32_t threads
   impl_->work.emplace(impl_->own_ioc.get_executor());
   const int n = std::max(1, impl_->config.n_threads);
   impl_->one_thread = n == 1;
-  for (int i = 0; i < n; ++i) impl_->threads.emplace_back([impl = impl_] { impl->own_ioc.run(); });
+  for (int i = 0; i < n; ++i) impl_->threads.emplace_back([impl = impl_] { server::http::run_io_thread(impl->own_ioc); });
 }
 
 net::io_context& UpstreamClient::io_context() { return *impl_->iocs.front(); }

@@ -4,6 +4,7 @@
 #include "server/http/server.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <mutex>
 #include <thread>
@@ -46,7 +47,7 @@ namespace {
 // An io thread's loop: ioc.run(), or with busy_poll_us > 0, ready handlers and reactor events are taken
 // without blocking (poll: epoll_wait with timeout 0) until none came for busy_poll_us; only then does it
 // block for the next one (run_one).
-void run_io_thread(net::io_context& ioc, int32_t busy_poll_us) {
+void run_loop(net::io_context& ioc, int32_t busy_poll_us) {
   if (busy_poll_us <= 0) {
     ioc.run();
     return;
@@ -61,7 +62,26 @@ void run_io_thread(net::io_context& ioc, int32_t busy_poll_us) {
   }
 }
 
+std::atomic<int64_t> g_handler_exceptions{0};
+
 }  // namespace
+
+int64_t handler_exceptions() { return g_handler_exceptions.load(std::memory_order_relaxed); }
+
+void run_io_thread(net::io_context& ioc, int32_t busy_poll_us) {
+  // A handler that throws (request handlers are guarded in dispatch; this is for the others: timers,
+  // upstream callbacks, posted work) unwinds out of run(). Asio leaves the io_context usable, so the
+  // loop logs it, counts it and runs on: one exchange is lost instead of every connection of the process.
+  for (;;) {
+    try {
+      run_loop(ioc, busy_poll_us);
+      return;
+    } catch (const std::exception& e) {
+      g_handler_exceptions.fetch_add(1, std::memory_order_relaxed);
+      KEEL_LOG_ERROR("io thread: a handler threw ({}); the thread runs on", e.what());
+    }
+  }
+}
 
 struct HttpServer::Impl {
   explicit Impl(ServerConfig config, Router router, ServerHooks hooks)

@@ -94,4 +94,11 @@ class HttpServer {
   std::unique_ptr<Impl> impl_;
 };
 
+// An io thread's run loop (ioc.run(), or the busy-poll loop when busy_poll_us > 0) that survives a
+// throwing handler: the exception is logged and counted, and the loop goes on. HttpServer's io threads
+// run it; other components with threads of their own (the router's upstream client) use it too.
+void run_io_thread(boost::asio::io_context& ioc, int32_t busy_poll_us = 0);
+// Handlers that threw out of run_io_thread since the process started (a bug each: for /metrics).
+int64_t handler_exceptions();
+
 }  // namespace keel::server::http

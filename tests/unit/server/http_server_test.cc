@@ -9,7 +9,11 @@
 #include <cstdlib>
 #include <chrono>
 #include <future>
+#include <stdexcept>
 #include <thread>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 
 #include "server/http/sse.h"
 #include "test_http_client.h"
@@ -89,6 +93,34 @@ TEST_P(HttpServerTest, KeepAliveServesSeveralRequestsOnOneConnection) {
   ASSERT_TRUE(a && b);
   EXPECT_EQ(a->body, "one");
   EXPECT_EQ(b->body, "two");
+}
+
+// A handler outside a request's dispatch (here posted work; in the router, upstream callbacks and
+// timers) that throws must not end the io thread: it is counted and every thread keeps serving.
+TEST_P(HttpServerTest, AThrowingHandlerIsCountedAndTheIoThreadsRunOn) {
+  Fixture f;
+  HttpServer server(test_config(), f.router());
+  ASSERT_TRUE(server.start().ok());
+  const int64_t before = handler_exceptions();
+  int64_t posted = 0;
+  for (auto* ioc : server.io_contexts()) {
+    for (int32_t t = 0; t < server.threads_per_context(); ++t, ++posted) {
+      boost::asio::post(*ioc, [] { throw std::runtime_error("injected"); });
+    }
+  }
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (handler_exceptions() < before + posted && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(1ms);
+  }
+  EXPECT_EQ(handler_exceptions(), before + posted);
+  for (int i = 0; i < 4; ++i) {  // new connections, dealt to every context in turn, are all served
+    RawClient c(server.port());
+    ASSERT_TRUE(c.connected());
+    ASSERT_TRUE(c.send(test::get("/hello?n=" + std::to_string(i))));
+    auto r = c.read_response();
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->body, "hello n=" + std::to_string(i));
+  }
 }
 
 TEST_P(HttpServerTest, ConnectionCloseIsHonoured) {
