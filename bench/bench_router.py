@@ -91,7 +91,15 @@ def load(build: pathlib.Path, port: int, seconds: float, connections: int, procs
             "rps": round(sum(x["rps"] for x in parts), 1), "p50_us": max(x["p50_us"] for x in parts),
             "p99_us": max(x["p99_us"] for x in parts), "load_procs": procs, "connections_each": connections,
             "offered_rps": round(sum(x.get("offered_rps", 0) for x in parts), 1),
-            "late": sum(x.get("late", 0) for x in parts)}
+            "late": sum(x.get("late", 0) for x in parts),
+            # fairness between connections (bench_router_load): fewest / median / most requests a
+            # connection completed, its slowest request (over all procs), and the first 0.5 s's p99
+            "conn_done": [min(x["conn_done"][0] for x in parts), sorted(x["conn_done"][1] for x in parts)[len(parts) // 2],
+                          max(x["conn_done"][2] for x in parts)],
+            "conn_slowest_us": [min(x["conn_slowest_us"][0] for x in parts),
+                                sorted(x["conn_slowest_us"][1] for x in parts)[len(parts) // 2],
+                                max(x["conn_slowest_us"][2] for x in parts)],
+            "early_p99_us": max(x["early_p99_us"] for x in parts)}
 
 
 def measure(name, build, port, pid, seconds, connections, procs=1, warmup=1.0, rate=0.0) -> dict:

@@ -31,15 +31,16 @@ using Clock = std::chrono::steady_clock;
 
 struct Stats {
   std::vector<int64_t> latencies_us;
+  std::vector<int64_t> early_us;  // latencies of requests sent in the run's first 0.5 s (connections new)
   int64_t errors = 0;
   int64_t late = 0;  // open loop: sent after their scheduled time (the connection was busy)
+  Clock::time_point start = Clock::now();
 };
 
 class Conn : public std::enable_shared_from_this<Conn> {
  public:
   // rate > 0: open loop at `rate` req/s on this connection (Poisson, seeded by `seed`).
-  Conn(net::io_context& ioc, const std::string& wire, Clock::time_point end, Stats& stats, double rate,
-       uint64_t seed)
+  Conn(net::io_context& ioc, const std::string& wire, Clock::time_point end, Stats& stats, double rate, uint64_t seed)
       : socket_(ioc), timer_(ioc), wire_(wire), end_(end), stats_(stats), rate_(rate), rng_(seed) {}
   void start(const tcp::resolver::results_type& eps) {
     net::async_connect(socket_, eps, [self = shared_from_this()](beast::error_code ec, const tcp::endpoint&) {
@@ -91,14 +92,21 @@ class Conn : public std::enable_shared_from_this<Conn> {
           ++self->stats_.errors;
           if (rec) return;
         } else {
-          self->stats_.latencies_us.push_back(
-              std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - self->t0_).count());
+          const int64_t us = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - self->t0_).count();
+          self->stats_.latencies_us.push_back(us);
+          if (self->t0_ < self->stats_.start + std::chrono::milliseconds(500)) self->stats_.early_us.push_back(us);
+          ++self->n_done_;
+          self->max_us_ = std::max(self->max_us_, us);
         }
         self->next();
       });
     });
   }
 
+ public:
+  int64_t n_done_ = 0, max_us_ = 0;  // this connection's completed requests and slowest one
+
+ private:
   tcp::socket socket_;
   net::steady_timer timer_;
   const std::string& wire_;
@@ -131,8 +139,10 @@ int main(int argc, char** argv) {
   Stats stats;
   auto end = Clock::now() + std::chrono::microseconds(static_cast<int64_t>(seconds * 1e6));
   std::random_device seed;
+  std::vector<std::shared_ptr<Conn>> conns;
   for (int i = 0; i < n_conn; ++i) {
-    std::make_shared<Conn>(ioc, wire, end, stats, rate / n_conn, (uint64_t{seed()} << 32) | seed())->start(eps);
+    conns.push_back(std::make_shared<Conn>(ioc, wire, end, stats, rate / n_conn, (uint64_t{seed()} << 32) | seed()));
+    conns.back()->start(eps);
   }
   auto t0 = Clock::now();
   ioc.run();
@@ -140,10 +150,29 @@ int main(int argc, char** argv) {
   auto& l = stats.latencies_us;
   std::sort(l.begin(), l.end());
   auto q = [&l](double p) { return l.empty() ? 0 : l[std::min(l.size() - 1, static_cast<size_t>(p * l.size()))]; };
-  std::printf("{\"requests\": %zu, \"errors\": %lld, \"rps\": %.1f, \"p50_us\": %lld, \"p90_us\": %lld, "
-              "\"p99_us\": %lld, \"max_us\": %lld, \"offered_rps\": %.1f, \"late\": %lld}\n",
-              l.size(), static_cast<long long>(stats.errors), static_cast<double>(l.size()) / elapsed,
-              static_cast<long long>(q(0.5)), static_cast<long long>(q(0.9)), static_cast<long long>(q(0.99)),
-              static_cast<long long>(l.empty() ? 0 : l.back()), rate, static_cast<long long>(stats.late));
+  // Fairness between connections: requests each completed, and each one's slowest (min / p50 / max over
+  // connections); and the p99 of requests sent in the first 0.5 s (new connections) apart.
+  std::vector<int64_t> done, slowest;
+  for (const auto& c : conns) {
+    done.push_back(c->n_done_);
+    slowest.push_back(c->max_us_);
+  }
+  std::sort(done.begin(), done.end());
+  std::sort(slowest.begin(), slowest.end());
+  auto& e = stats.early_us;
+  std::sort(e.begin(), e.end());
+  auto mid = [](const std::vector<int64_t>& v) { return static_cast<long long>(v.empty() ? 0 : v[v.size() / 2]); };
+  auto lo = [](const std::vector<int64_t>& v) { return static_cast<long long>(v.empty() ? 0 : v.front()); };
+  auto hi = [](const std::vector<int64_t>& v) { return static_cast<long long>(v.empty() ? 0 : v.back()); };
+  std::printf(
+      "{\"requests\": %zu, \"errors\": %lld, \"rps\": %.1f, \"p50_us\": %lld, \"p90_us\": %lld, "
+      "\"p99_us\": %lld, \"max_us\": %lld, \"offered_rps\": %.1f, \"late\": %lld, "
+      "\"conn_done\": [%lld, %lld, %lld], \"conn_slowest_us\": [%lld, %lld, %lld], \"early\": %zu, "
+      "\"early_p99_us\": %lld}\n",
+      l.size(), static_cast<long long>(stats.errors), static_cast<double>(l.size()) / elapsed,
+      static_cast<long long>(q(0.5)), static_cast<long long>(q(0.9)), static_cast<long long>(q(0.99)),
+      static_cast<long long>(l.empty() ? 0 : l.back()), rate, static_cast<long long>(stats.late), lo(done), mid(done),
+      hi(done), lo(slowest), mid(slowest), hi(slowest), e.size(),
+      static_cast<long long>(e.empty() ? 0 : e[std::min(e.size() - 1, e.size() * 99 / 100)]));
   return 0;
 }

@@ -14,6 +14,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 
 #include "base/log.h"
@@ -85,7 +86,7 @@ void run_io_thread(net::io_context& ioc, int32_t busy_poll_us) {
 
 struct HttpServer::Impl {
   explicit Impl(ServerConfig config, Router router, ServerHooks hooks)
-      : iocs(make_contexts(config)), acceptor(net::make_strand(*iocs.front())) {
+      : iocs(make_contexts(config)), acceptor(net::make_strand(*iocs.front())), accept_retry(acceptor.get_executor()) {
     shared.config = std::move(config);
     shared.router = std::move(router);
     shared.hooks = std::move(hooks);
@@ -109,17 +110,35 @@ struct HttpServer::Impl {
     return net::make_strand(*iocs.front());
   }
 
+  // One accept completion also takes what else waits in the backlog (up to kAcceptBatch, non-blocking):
+  // a completion is queued behind every handler already ready, so with a busy loop (hundreds of
+  // streams' reads queued) accepting one connection per completion let a burst of 512 new connections
+  // wait ~1 s for their turn (docs/performance.md, Session 16). After an error (EMFILE, ENFILE, ...) the
+  // next accept waits kAcceptRetryMs instead of spinning on a backlog it cannot take.
+  static constexpr int kAcceptBatch = 64;
+  static constexpr int kAcceptRetryMs = 50;
+
   void accept_next() {
     acceptor.async_accept(connection_executor(), [this](boost::system::error_code ec, tcp::socket socket) {
-      if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
-      if (ec) {
-        KEEL_LOG_WARN("accept failed: {}", ec.message());
-      } else if (shared.stopping.load()) {
-        return;
-      } else {
-        start_connection(std::move(socket), shared);
+      if (ec == net::error::operation_aborted || !acceptor.is_open() || shared.stopping.load()) return;
+      if (ec) return accept_later(ec);
+      start_connection(std::move(socket), shared);
+      for (int i = 1; i < kAcceptBatch; ++i) {
+        tcp::socket more(connection_executor());
+        acceptor.accept(more, ec);
+        if (ec == net::error::would_block || ec == net::error::try_again) break;
+        if (ec) return accept_later(ec);
+        start_connection(std::move(more), shared);
       }
       accept_next();
+    });
+  }
+
+  void accept_later(const boost::system::error_code& ec) {
+    KEEL_LOG_WARN("accept failed: {}; accepting again in {} ms", ec.message(), kAcceptRetryMs);
+    accept_retry.expires_after(std::chrono::milliseconds(kAcceptRetryMs));
+    accept_retry.async_wait([this](boost::system::error_code wait_ec) {
+      if (!wait_ec && acceptor.is_open() && !shared.stopping.load()) accept_next();
     });
   }
 
@@ -140,7 +159,8 @@ struct HttpServer::Impl {
   Shared shared;  // first: outlives the io_contexts, whose teardown destroys connections
   std::vector<std::unique_ptr<net::io_context>> iocs;  // one per io thread, or one for all of them
   size_t next_ioc = 0;                                 // the context of the next accepted connection
-  tcp::acceptor acceptor;  // on a strand: stop()'s posted close must not run beside an accept handler
+  tcp::acceptor acceptor;          // on a strand: stop()'s posted close must not run beside an accept handler
+  net::steady_timer accept_retry;  // on the acceptor's strand
   std::vector<net::executor_work_guard<net::io_context::executor_type>> work;
   std::vector<std::thread> threads;
   uint16_t port = 0;
@@ -170,6 +190,8 @@ Status HttpServer::start() {
   if (acc.listen(net::socket_base::max_listen_connections, ec); ec) {
     return make_error(ErrorCode::kIo, "listen: {}", ec.message());
   }
+  // Synchronous accepts (the batch after an accept completion) must answer would_block, not wait.
+  if (acc.non_blocking(true, ec); ec) return make_error(ErrorCode::kIo, "non-blocking listener: {}", ec.message());
   impl_->port = acc.local_endpoint().port();
   for (auto& ioc : impl_->iocs) impl_->work.push_back(net::make_work_guard(*ioc));
   impl_->accept_next();
@@ -190,6 +212,7 @@ void HttpServer::stop() {
   net::post(impl_->acceptor.get_executor(), [this] {
     boost::system::error_code ignored;
     impl_->acceptor.close(ignored);
+    impl_->accept_retry.cancel();
   });
   for (auto& c : impl_->live_connections()) post_server_stop(c);
   if (!impl_->wait_until_closed(std::chrono::milliseconds(impl_->shared.config.drain_timeout_ms))) {

@@ -612,3 +612,71 @@ TEST(HttpServerSharedContext, ABlockedHandlerLeavesEveryOtherConnectionServed) {
 
 }  // namespace
 }  // namespace keel::server::http
+
+namespace keel::server::http {
+namespace {
+
+namespace net = boost::asio;
+
+// A handler that re-posts itself: kept in a queue of such, they are a loop busy with ready handlers
+// (as a router carrying hundreds of streams is). Counts its runs and notes at which run the server
+// first had 1 and then `want` connections.
+struct Spinner {
+  net::io_context* ioc;
+  HttpServer* server;
+  std::atomic<bool>* stop;
+  std::atomic<int64_t>* runs;
+  std::atomic<int64_t>* first_at;
+  std::atomic<int64_t>* all_at;
+  int64_t want;
+  void operator()() const {
+    const int64_t r = runs->fetch_add(1) + 1;
+    const int64_t n = server->n_connections();
+    int64_t unset = -1;
+    if (n >= 1) first_at->compare_exchange_strong(unset, r);
+    unset = -1;
+    if (n >= want) all_at->compare_exchange_strong(unset, r);
+    if (!stop->load()) net::post(*ioc, *this);
+  }
+};
+
+// Connections waiting in the backlog are all taken by one accept completion. An accept completion
+// queues behind every ready handler, so taking one connection per completion made a burst of new
+// connections wait one pass of the busy loop each (in the device's saturated stream runs: ~1 s for
+// 512). Here: 40 connections queued while the io thread was held, behind 300 busy handlers, must all
+// start within about one pass (300 runs), not 40 passes (~12,000).
+TEST(HttpServerAccept, ABacklogIsTakenInOnePassOfABusyLoop) {
+  Fixture f;
+  HttpServer server(base_config(1), f.router());
+  ASSERT_TRUE(server.start().ok());
+  constexpr int kBusy = 300, kConns = 40;
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> runs{0}, first_at{-1}, all_at{-1};
+  struct Stop {  // on a failed assertion too: the spinners must end before the server stops
+    std::atomic<bool>& s;
+    ~Stop() { s.store(true); }
+  } stop_guard{stop};
+  net::io_context& ioc = server.io_context();
+  for (int i = 0; i < kBusy; ++i) net::post(ioc, Spinner{&ioc, &server, &stop, &runs, &first_at, &all_at, kConns});
+  std::promise<void> release;
+  std::atomic<bool> held{false};
+  net::post(ioc, [&] {
+    held.store(true);
+    release.get_future().wait();  // the io thread is held while the connections arrive
+  });
+  for (int i = 0; i < 500 && !held.load(); ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_TRUE(held.load());
+  std::vector<std::unique_ptr<RawClient>> clients;
+  for (int i = 0; i < kConns; ++i) {
+    clients.push_back(std::make_unique<RawClient>(server.port()));
+    ASSERT_TRUE(clients.back()->connected());
+  }
+  release.set_value();
+  for (int i = 0; i < 1000 && all_at.load() < 0; ++i) std::this_thread::sleep_for(10ms);
+  stop.store(true);
+  ASSERT_GE(all_at.load(), 0) << "not every connection was accepted";
+  EXPECT_LT(all_at.load() - first_at.load(), 2 * kBusy) << "first at run " << first_at << ", all at run " << all_at;
+}
+
+}  // namespace
+}  // namespace keel::server::http
