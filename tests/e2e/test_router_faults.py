@@ -4,6 +4,7 @@ stream cut mid-way); refused connections use a port nobody listens on. Every suc
 these tests comes from a real `keel serve` replica."""
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import json
+import resource
 import socket
 import subprocess
 import threading
@@ -324,3 +325,44 @@ def test_malformed_cache_feed_events_resync_the_feed_and_never_crash_the_router(
     finally:
         stop(proc)
         fake.close()
+
+
+def test_running_out_of_file_descriptors_neither_spins_nor_sticks(keel_bin, one_replica, tmp_path):
+    """With its descriptors used up (RLIMIT_NOFILE 64, 100 clients connecting), accept fails with EMFILE
+    while connections wait in the backlog: the router must pause between attempts (it used to retry at
+    once, a busy loop writing a warning per try) and serve again once clients leave."""
+    port = free_port()
+    log_path = tmp_path / "router.log"
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen([keel_bin, "router", "--port", str(port), "--workers", one_replica, "--no-access-log"],
+                                stdout=log, stderr=subprocess.STDOUT,
+                                preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64)))
+    base = f"http://127.0.0.1:{port}"
+    socks = []
+    try:
+        deadline = time.time() + 30
+        while True:
+            try:
+                if http("GET", base + "/health")[0] == 200:
+                    break
+            except OSError:  # not listening yet
+                pass
+            assert time.time() < deadline and proc.poll() is None
+            time.sleep(0.05)
+        socks = [socket.create_connection(("127.0.0.1", port)) for _ in range(100)]
+        time.sleep(1.5)
+        failures = log_path.read_text().count("accept failed")
+        assert failures >= 1, "the descriptor limit was not reached"
+        assert failures < 100, f"{failures} accept failures in 1.5 s: the accept loop spins"
+        assert proc.poll() is None
+        for s in socks:
+            s.close()
+        socks = []
+        c = client_for(base)
+        out = c.chat.completions.create(model="smollm2", messages=[{"role": "user", "content": "hi"}], max_tokens=1)
+        assert out.choices[0].message.content is not None
+    finally:
+        for s in socks:
+            s.close()
+        stop(proc)
+
