@@ -143,7 +143,7 @@ void run_cache_feed(RouterService& svc, const ReplicaPtr& replica) {
            st->svc->index().forget(st->replica->id);
            return;
          }
-         st->reader.feed(bytes, [&](const SseEvent& ev) {
+         const bool within_limit = st->reader.feed(bytes, [&](const SseEvent& ev) {
            try {
              apply_event(*st, ev);
            } catch (const std::exception& e) {  // a last guard: a replica's bytes must not end the router
@@ -151,6 +151,10 @@ void run_cache_feed(RouterService& svc, const ReplicaPtr& replica) {
              st->broken = true;
            }
          });
+         if (!within_limit && !st->broken) {  // an event past 8 MiB: not a feed this router can hold
+           KEEL_LOG_WARN("cache feed of {}: dropped, an event over {} bytes", st->replica->url, st->reader.n_buffered());
+           st->broken = true;
+         }
          if (st->broken && st->call) st->call->cancel();
          if (st->broken && !st->replica->removed.load()) {
            st->replica->clear_pushed();

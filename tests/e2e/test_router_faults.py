@@ -28,6 +28,7 @@ class FakeBackend:
         self.posts = 0
         self.feeds = feeds or []  # cache-feed answers (SSE events), one per subscription
         self.subscriptions = 0
+        self.feed_writes = []
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -53,6 +54,7 @@ class FakeBackend:
                 """The next of fake.feeds (the last one repeats): its events, then heartbeats for 3 s."""
                 events = fake.feeds[min(fake.subscriptions, len(fake.feeds) - 1)]
                 fake.subscriptions += 1
+                fake.feed_writes.append(0)  # chunks this subscription wrote before the router hung up
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Transfer-Encoding", "chunked")
@@ -61,6 +63,7 @@ class FakeBackend:
                     for ev in events + [":\n\n"] * 15:
                         self.wfile.write(f"{len(ev.encode()):x}\r\n{ev}\r\n".encode())
                         self.wfile.flush()
+                        fake.feed_writes[-1] += 1
                         if ev.startswith(":"):
                             time.sleep(0.2)
                     self.wfile.write(b"0\r\n\r\n")
@@ -301,9 +304,13 @@ def test_work_in_flight_is_taken_off_once_on_every_path(keel_bin, one_replica):
 
 def test_malformed_cache_feed_events_resync_the_feed_and_never_crash_the_router(keel_bin, model_path, one_replica):
     """A replica's cache feed is input too: deltas whose tokens are not integers, or whose kind is not a
-    string, must drop that feed back to a fresh subscription, not throw out of the router's handler."""
+    string, must drop that feed back to a fresh subscription, not throw out of the router's handler; an
+    event that never ends must drop it too (it was buffered without bound)."""
     reset = 'event: reset\ndata: {"seq":0}\n\n'
+    # 48 one-MiB pieces of one event that never ends: the router must hang up near its 8 MiB event limit.
+    huge = ["event: stored\ndata: 1"] + [",1" * (1 << 19)] * 48
     bad = [[reset, 'event: stored\ndata: {"seq":1,"parent_hash":0,"tokens":[1,"two",3]}\n\n'],
+           [reset] + huge,
            [reset, 'event: stored\ndata: {"seq":1,"parent_hash":0,"tokens":[1,2,3],"kind":5}\n\n'],
            [reset, 'event: stored\ndata: {"seq":1,"parent_hash":0,"tokens":[1,1e300]}\n\n'],
            [reset, 'event: pending\ndata: {"tokens":[1,2.5]}\n\n', 'event: load\ndata: {"in_flight":"3"}\n\n',
@@ -316,6 +323,7 @@ def test_malformed_cache_feed_events_resync_the_feed_and_never_crash_the_router(
             time.sleep(0.05)
         assert proc.poll() is None, "the router exited on a malformed cache feed event"
         assert fake.subscriptions >= len(bad)  # each malformed delta dropped the feed; the router subscribed again
+        assert fake.feed_writes[1] < 2 + 32, f"{fake.feed_writes[1]} MiB pieces taken: the event was buffered"
         c = client_for(base)
         for i in range(4):  # round robin: both replicas still take requests
             assert c.chat.completions.create(model="smollm2", messages=[{"role": "user", "content": f"hi {i}"}],
