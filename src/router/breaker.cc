@@ -22,6 +22,7 @@ BreakerState CircuitBreaker::state(int64_t now_ms) const {
 }
 
 bool CircuitBreaker::available(int64_t now_ms) const {
+  if (clean_.load(std::memory_order_acquire)) return true;
   std::lock_guard lock(mu_);
   switch (state_locked(now_ms)) {
     case BreakerState::kClosed: return true;
@@ -32,6 +33,7 @@ bool CircuitBreaker::available(int64_t now_ms) const {
 }
 
 bool CircuitBreaker::allow(int64_t now_ms) {
+  if (clean_.load(std::memory_order_acquire)) return true;
   std::lock_guard lock(mu_);
   switch (state_locked(now_ms)) {
     case BreakerState::kClosed: return true;
@@ -39,16 +41,19 @@ bool CircuitBreaker::allow(int64_t now_ms) {
     case BreakerState::kHalfOpen:
       if (probe_in_flight_) return false;
       probe_in_flight_ = true;
+      update_clean_locked();
       return true;
   }
   return false;
 }
 
 void CircuitBreaker::record_success() {
+  if (clean_.load(std::memory_order_acquire)) return;  // nothing to reset
   std::lock_guard lock(mu_);
   consecutive_failures_ = 0;
   open_ = false;
   probe_in_flight_ = false;
+  update_clean_locked();
 }
 
 void CircuitBreaker::record_failure(int64_t now_ms) {
@@ -59,14 +64,13 @@ void CircuitBreaker::record_failure(int64_t now_ms) {
       opened_at_ms_ = now_ms;  // the probe failed: another full open period
       probe_in_flight_ = false;
     }
-    return;
-  }
-  if (consecutive_failures_ >= config_.failure_threshold) {
+  } else if (consecutive_failures_ >= config_.failure_threshold) {
     open_ = true;
     opened_at_ms_ = now_ms;
     probe_in_flight_ = false;
     ++n_opened_;
   }
+  update_clean_locked();
 }
 
 int64_t CircuitBreaker::n_opened() const {

@@ -123,7 +123,7 @@ void ProxyRequest::attempt(bool resuming) {
   is_sse_ = false;
   body_acc_.clear();
   sse_ = SseReader();
-  r->n_requests.fetch_add(1, std::memory_order_relaxed);
+  r->n_requests.add(1);
   attempt_start_us_ = now_us();
   UpstreamRequest up{.method = req_.method, .target = req_.target};
   up.headers.emplace_back("X-Request-Id", request_id_);

@@ -215,8 +215,8 @@ ReplicaPtr ProxyRequest::choose() {
     // Until the next poll reports it, the free cache the next decisions see is less what this prompt adds.
     chosen->routed_slots.fetch_add((static_cast<int64_t>(keys_->size()) - matched) * slots_per_key_,
                                    std::memory_order_relaxed);
-    chosen->cache_hit_keys.fetch_add(matched, std::memory_order_relaxed);
-    chosen->prompt_keys.fetch_add(static_cast<int64_t>(keys_->size()), std::memory_order_relaxed);
+    chosen->cache_hit_keys.add(matched);
+    chosen->prompt_keys.add(static_cast<int64_t>(keys_->size()));
     if (!held[static_cast<size_t>(pick.index)].exact_live) svc_.index().record_routed(chosen->id, *keys_);
     svc_.index().add_in_flight(chosen->id, keys_);  // removed in release_replica
   }

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/sharded.h"
 #include "base/status.h"
 #include "router/breaker.h"
 #include "router/prefix_index.h"
@@ -88,12 +89,14 @@ class Replica {
   std::atomic<int64_t> routed_slots_polled{0};
 
   // Counters for /metrics.
-  std::atomic<int64_t> n_requests{0};
+  // Those added on every request are sharded by thread (base/sharded.h): with several io threads one
+  // replica's shared counters were a cache line passed between the cores on every request.
+  base::ShardedCounter n_requests;
   std::atomic<int64_t> n_errors{0};
   std::atomic<int64_t> n_retries{0};
   std::atomic<int64_t> n_resumed{0};
-  std::atomic<int64_t> cache_hit_keys{0};  // matched prefix keys of requests routed here
-  std::atomic<int64_t> prompt_keys{0};     // prefix keys of requests routed here
+  base::ShardedCounter cache_hit_keys;  // matched prefix keys of requests routed here
+  base::ShardedCounter prompt_keys;     // prefix keys of requests routed here
   // Its keel_router_upstream_seconds series, looked up once (RouterService::latency_seconds).
   std::atomic<server::Histogram*> latency_histogram{nullptr};
 

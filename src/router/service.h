@@ -116,7 +116,7 @@ class RouterService {
   const PromptTokenizer& tokenizer() const { return tokenizer_; }
   RetryBudget& retry_budget() { return retry_budget_; }
   server::MetricsRegistry& metrics() { return metrics_; }
-  void count_decision(Decision d) { decisions_[static_cast<int>(d)].fetch_add(1, std::memory_order_relaxed); }
+  void count_decision(Decision d) { decisions_[static_cast<int>(d)].add(1); }
   // --decision-log (under the decision mutex); open_decision_log() at start-up reports a bad path.
   DecisionLog& decision_log() { return decision_log_; }
   // The access log (stderr, written by a thread of its own); null with --no-access-log.
@@ -187,7 +187,7 @@ class RouterService {
   RetryBudget retry_budget_;
   server::MetricsRegistry metrics_;
   server::Histogram* decision_s_ = nullptr;
-  std::atomic<int64_t> decisions_[kNumDecisions] = {};
+  base::ShardedCounter decisions_[kNumDecisions];
   mutable std::mutex decision_mu_;
   struct GroupState {
     int64_t in_flight = 0;

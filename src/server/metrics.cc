@@ -15,29 +15,34 @@ void Counter::add(double v) {
   }
 }
 
-Histogram::Histogram(std::vector<double> upper_bounds)
-    : bounds_(std::move(upper_bounds)), counts_(bounds_.size() + 1, 0) {
+Histogram::Histogram(std::vector<double> upper_bounds) : bounds_(std::move(upper_bounds)) {
   KEEL_CHECK(std::is_sorted(bounds_.begin(), bounds_.end()), "histogram bounds must ascend");
+  for (auto& sh : shards_) sh.counts.assign(bounds_.size() + 1, 0);
 }
 
 void Histogram::observe(double v) {
   size_t bucket = static_cast<size_t>(std::lower_bound(bounds_.begin(), bounds_.end(), v) - bounds_.begin());
-  std::lock_guard lock(mu_);
-  ++counts_[bucket];
-  sum_ += v;
+  Shard& sh = shards_[base::thread_shard()];
+  std::lock_guard lock(sh.mu);
+  ++sh.counts[bucket];
+  sh.sum += v;
 }
 
 Histogram::Snapshot Histogram::snapshot() const {
   Snapshot s;
   s.upper_bounds = bounds_;
-  std::lock_guard lock(mu_);
+  std::vector<uint64_t> counts(bounds_.size() + 1, 0);
+  for (const auto& sh : shards_) {
+    std::lock_guard lock(sh.mu);
+    for (size_t i = 0; i < counts.size(); ++i) counts[i] += sh.counts[i];
+    s.sum += sh.sum;
+  }
   uint64_t acc = 0;
-  for (uint64_t c : counts_) {
+  for (uint64_t c : counts) {
     acc += c;
     s.cumulative_counts.push_back(acc);
   }
   s.count = acc;
-  s.sum = sum_;
   return s;
 }
 

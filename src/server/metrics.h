@@ -1,9 +1,10 @@
 // A small Prometheus metrics registry: counters, histograms (fixed buckets) and gauges read at scrape
 // time, rendered in the text exposition format (0.0.4) for GET /metrics. Registration and updates are
-// thread-safe (updates are lock-free for counters, one mutex per histogram); references returned by
+// thread-safe (updates are lock-free for counters; a histogram has a mutex per thread shard); references returned by
 // counter()/histogram() stay valid for the registry's life.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -13,6 +14,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "base/sharded.h"
 
 namespace keel::server {
 
@@ -38,10 +41,15 @@ class Histogram {
   Snapshot snapshot() const;
 
  private:
+  // One per base::thread_shard(): a thread observes into its own shard (its own lock and cache lines),
+  // so threads observing on every request do not contend; snapshot() sums them.
+  struct alignas(64) Shard {
+    mutable std::mutex mu;
+    std::vector<uint64_t> counts;  // per bucket (not cumulative), last = +Inf
+    double sum = 0.0;
+  };
   std::vector<double> bounds_;
-  mutable std::mutex mu_;
-  std::vector<uint64_t> counts_;  // per bucket (not cumulative), last = +Inf
-  double sum_ = 0.0;
+  std::array<Shard, base::kCounterShards> shards_;
 };
 
 // Buckets for latencies in seconds, 1 ms .. 60 s.
