@@ -104,11 +104,18 @@ struct HttpServer::Impl {
   // the contexts in turn (accept handlers run on the first's thread only) and need no strand; with one
   // context, one io thread needs none either (a strand would add its queue, a lock and a reference count
   // to every completion), several need a strand per connection.
-  net::any_io_executor connection_executor() {
-    if (iocs.size() > 1) return iocs[next_ioc++ % iocs.size()]->get_executor();
+  // take = false: the next context without using up its turn (an accept that may find the backlog
+  // empty); dealt() then moves the turn on once a connection did arrive.
+  net::any_io_executor connection_executor(bool take = true) {
+    if (iocs.size() > 1) {
+      auto ex = iocs[next_ioc % iocs.size()]->get_executor();
+      if (take) ++next_ioc;
+      return ex;
+    }
     if (shared.config.n_io_threads <= 1) return iocs.front()->get_executor();
     return net::make_strand(*iocs.front());
   }
+  void dealt() { ++next_ioc; }
 
   // One accept completion also takes what else waits in the backlog (up to kAcceptBatch, non-blocking):
   // a completion is queued behind every handler already ready, so with a busy loop (hundreds of
@@ -124,10 +131,11 @@ struct HttpServer::Impl {
       if (ec) return accept_later(ec);
       start_connection(std::move(socket), shared);
       for (int i = 1; i < kAcceptBatch; ++i) {
-        tcp::socket more(connection_executor());
+        tcp::socket more(connection_executor(/*take=*/false));
         acceptor.accept(more, ec);
         if (ec == net::error::would_block || ec == net::error::try_again) break;
         if (ec) return accept_later(ec);
+        dealt();
         start_connection(std::move(more), shared);
       }
       accept_next();

@@ -678,5 +678,29 @@ TEST(HttpServerAccept, ABacklogIsTakenInOnePassOfABusyLoop) {
   EXPECT_LT(all_at.load() - first_at.load(), 2 * kBusy) << "first at run " << first_at << ", all at run " << all_at;
 }
 
+// With a context per thread, connections that arrive one at a time are dealt to every context in turn:
+// the accept batch's last, empty try (would_block) must not use up a context's turn (it did, and with
+// two contexts every such connection went to the first).
+TEST(HttpServerAccept, ConnectionsArrivingOneByOneAreDealtToEveryContext) {
+  Router r;
+  r.add("GET", "/thread", [](HttpRequest&&, const ExchangePtr& ex) {
+    ex->respond(HttpResponse{.body = std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()))});
+  });
+  HttpServer server(base_config(-2), std::move(r));
+  ASSERT_TRUE(server.start().ok());
+  std::vector<std::unique_ptr<RawClient>> clients;
+  std::vector<std::string> threads;
+  for (int i = 0; i < 4; ++i) {
+    clients.push_back(std::make_unique<RawClient>(server.port()));
+    ASSERT_TRUE(clients.back()->send(test::get("/thread")));
+    auto resp = clients.back()->read_response();  // answered: accepted before the next one connects
+    ASSERT_TRUE(resp.has_value());
+    threads.push_back(resp->body);
+  }
+  EXPECT_NE(threads[0], threads[1]);
+  EXPECT_EQ(threads[0], threads[2]);
+  EXPECT_EQ(threads[1], threads[3]);
+}
+
 }  // namespace
 }  // namespace keel::server::http
