@@ -22,6 +22,10 @@ CPU per streamed chunk (cpu_us_per_chunk). --rates R,R... adds open-loop runs at
 generators x --rate-connections each; latency from each request's scheduled time), direct and through
 each router: the latency a request pays at a given offered load, rather than at a saturated core,
 where a closed loop's p99 is its connections' queue (connections x the router's CPU per request).
+Every run opens its connections at its start; bench_router_load also reports, per run, how fair the
+router was between connections (conn_done, conn_slowest_us), the p99 of the requests sent in the
+first 0.5 s (early_p99_us: connections still being set up) and of those sent after it (steady_p99_us;
+added_steady_p99_us against the direct run).
 
 Usage: bench/bench_router.py [--build build] [--sglang-router PYTHON] [--seconds 5] [--connections 8]
          [--router-cpu C --other-cpus LIST] [--http-threads 1] [--peak-procs 4 --peak-connections 16] [--repeat N]
@@ -99,7 +103,8 @@ def load(build: pathlib.Path, port: int, seconds: float, connections: int, procs
             "conn_slowest_us": [min(x["conn_slowest_us"][0] for x in parts),
                                 sorted(x["conn_slowest_us"][1] for x in parts)[len(parts) // 2],
                                 max(x["conn_slowest_us"][2] for x in parts)],
-            "early_p99_us": max(x["early_p99_us"] for x in parts)}
+            "early_p99_us": max(x["early_p99_us"] for x in parts),
+            "steady_p99_us": max(x["steady_p99_us"] for x in parts)}
 
 
 def measure(name, build, port, pid, seconds, connections, procs=1, warmup=1.0, rate=0.0) -> dict:
@@ -269,6 +274,8 @@ def main() -> None:
                         d = direct[(r["connections"], r["rate"])]
                         r["added_p50_us"] = r["p50_us"] - d["p50_us"]
                         r["added_p99_us"] = r["p99_us"] - d["p99_us"]
+                        # the same after each run's first 0.5 s, when its connections are all set up
+                        r["added_steady_p99_us"] = r["steady_p99_us"] - d["steady_p99_us"]
     finally:
         stop(backend)
     decision = "" if a.no_decision else subprocess.check_output(

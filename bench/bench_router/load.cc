@@ -31,7 +31,8 @@ using Clock = std::chrono::steady_clock;
 
 struct Stats {
   std::vector<int64_t> latencies_us;
-  std::vector<int64_t> early_us;  // latencies of requests sent in the run's first 0.5 s (connections new)
+  std::vector<int64_t> early_us;   // latencies of requests sent in the run's first 0.5 s (connections new)
+  std::vector<int64_t> steady_us;  // ... and of those sent after it (every connection set up)
   int64_t errors = 0;
   int64_t late = 0;  // open loop: sent after their scheduled time (the connection was busy)
   Clock::time_point start = Clock::now();
@@ -94,7 +95,11 @@ class Conn : public std::enable_shared_from_this<Conn> {
         } else {
           const int64_t us = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - self->t0_).count();
           self->stats_.latencies_us.push_back(us);
-          if (self->t0_ < self->stats_.start + std::chrono::milliseconds(500)) self->stats_.early_us.push_back(us);
+          if (self->t0_ < self->stats_.start + std::chrono::milliseconds(500)) {
+            self->stats_.early_us.push_back(us);
+          } else {
+            self->stats_.steady_us.push_back(us);
+          }
           ++self->n_done_;
           self->max_us_ = std::max(self->max_us_, us);
         }
@@ -151,7 +156,7 @@ int main(int argc, char** argv) {
   std::sort(l.begin(), l.end());
   auto q = [&l](double p) { return l.empty() ? 0 : l[std::min(l.size() - 1, static_cast<size_t>(p * l.size()))]; };
   // Fairness between connections: requests each completed, and each one's slowest (min / p50 / max over
-  // connections); and the p99 of requests sent in the first 0.5 s (new connections) apart.
+  // connections); and the p99 of requests sent in the first 0.5 s (new connections) and after it apart.
   std::vector<int64_t> done, slowest;
   for (const auto& c : conns) {
     done.push_back(c->n_done_);
@@ -161,6 +166,11 @@ int main(int argc, char** argv) {
   std::sort(slowest.begin(), slowest.end());
   auto& e = stats.early_us;
   std::sort(e.begin(), e.end());
+  auto& st = stats.steady_us;
+  std::sort(st.begin(), st.end());
+  auto p99 = [](const std::vector<int64_t>& v) {
+    return static_cast<long long>(v.empty() ? 0 : v[std::min(v.size() - 1, v.size() * 99 / 100)]);
+  };
   auto mid = [](const std::vector<int64_t>& v) { return static_cast<long long>(v.empty() ? 0 : v[v.size() / 2]); };
   auto lo = [](const std::vector<int64_t>& v) { return static_cast<long long>(v.empty() ? 0 : v.front()); };
   auto hi = [](const std::vector<int64_t>& v) { return static_cast<long long>(v.empty() ? 0 : v.back()); };
@@ -168,11 +178,10 @@ int main(int argc, char** argv) {
       "{\"requests\": %zu, \"errors\": %lld, \"rps\": %.1f, \"p50_us\": %lld, \"p90_us\": %lld, "
       "\"p99_us\": %lld, \"max_us\": %lld, \"offered_rps\": %.1f, \"late\": %lld, "
       "\"conn_done\": [%lld, %lld, %lld], \"conn_slowest_us\": [%lld, %lld, %lld], \"early\": %zu, "
-      "\"early_p99_us\": %lld}\n",
+      "\"early_p99_us\": %lld, \"steady_p99_us\": %lld}\n",
       l.size(), static_cast<long long>(stats.errors), static_cast<double>(l.size()) / elapsed,
       static_cast<long long>(q(0.5)), static_cast<long long>(q(0.9)), static_cast<long long>(q(0.99)),
       static_cast<long long>(l.empty() ? 0 : l.back()), rate, static_cast<long long>(stats.late), lo(done), mid(done),
-      hi(done), lo(slowest), mid(slowest), hi(slowest), e.size(),
-      static_cast<long long>(e.empty() ? 0 : e[std::min(e.size() - 1, e.size() * 99 / 100)]));
+      hi(done), lo(slowest), mid(slowest), hi(slowest), e.size(), p99(e), p99(st));
   return 0;
 }
