@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/clock.h"
+#include "router/admin_access.h"
 #include "router/service.h"
 
 namespace keel::router {
@@ -21,7 +22,10 @@ void respond(const ExchangePtr& ex, int status, const json& body) {
 }
 
 void respond_error(const ExchangePtr& ex, int status, std::string_view message) {
-  std::string_view type = status == 401 ? "authentication_error" : status == 404 ? "not_found_error" : "invalid_request_error";
+  std::string_view type = status == 401   ? "authentication_error"
+                          : status == 403 ? "permission_error"
+                          : status == 404 ? "not_found_error"
+                                          : "invalid_request_error";
   respond(ex, status, {{"error", {{"message", message}, {"type", type}, {"param", nullptr}, {"code", status}}}});
 }
 
@@ -97,11 +101,13 @@ void respond_saved(RouterService& svc, const ExchangePtr& ex, int status, const 
 void register_admin_routes(RouterService& svc, server::http::Router& router) {
   auto guarded = [&svc](auto fn) {
     return [&svc, fn](HttpRequest&& req, const ExchangePtr& ex) {
-      const std::string& key = svc.config().admin_key;
-      if (!key.empty() && req.header("Authorization") != "Bearer " + key) {
-        return respond_error(ex, 401, "admin calls need 'Authorization: Bearer <admin key>'");
+      switch (admin_access(svc.config().admin_key, req.header("Authorization"), req.remote)) {
+        case AdminAccess::kAllowed: return fn(req, ex);
+        case AdminAccess::kUnauthorized:
+          return respond_error(ex, 401, "admin calls need 'Authorization: Bearer <admin key>'");
+        case AdminAccess::kForbidden:
+          return respond_error(ex, 403, "without --admin-key the admin API answers only clients on this host");
       }
-      fn(req, ex);
     };
   };
   router.add("GET", "/admin/replicas", guarded([&svc](const HttpRequest&, const ExchangePtr& ex) {

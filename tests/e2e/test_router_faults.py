@@ -374,3 +374,26 @@ def test_running_out_of_file_descriptors_neither_spins_nor_sticks(keel_bin, one_
             s.close()
         stop(proc)
 
+
+
+def test_without_an_admin_key_the_admin_api_answers_loopback_clients(keel_bin, one_replica):
+    """No --admin-key: the admin API answers clients on this host (the router sees each connection's
+    address); AdminAccess unit tests hold that other addresses get 403."""
+    port = free_port()
+    proc = subprocess.Popen([keel_bin, "router", "--port", str(port), "--workers", one_replica],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 30
+        while True:
+            try:
+                if http("GET", base + "/health")[0] == 200:
+                    break
+            except OSError:  # not listening yet
+                pass
+            assert time.time() < deadline and proc.poll() is None
+            time.sleep(0.05)
+        status, _, text = http("GET", base + "/admin/replicas")
+        assert status == 200 and json.loads(text)["replicas"][0]["url"] == one_replica
+    finally:
+        stop(proc)

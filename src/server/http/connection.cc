@@ -59,6 +59,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     // unaffected.
     beast::error_code ignored;
     stream_.socket().non_blocking(true, ignored);
+    if (auto ep = stream_.socket().remote_endpoint(ignored); !ignored) remote_ = ep.address().to_string();
   }
 
   void start() {
@@ -150,6 +151,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Clock::time_point idle_deadline_{};
   bool idle_timer_armed_ = false;
   Shared& shared_;
+  std::string remote_;  // the client's IP address, read once at accept
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
   Phase phase_ = Phase::kIdle;
@@ -325,6 +327,7 @@ void Connection::dispatch() {
   if (q != std::string::npos) request.query = request.target.substr(q + 1);
   for (const auto& field : req) request.headers.emplace_back(field.name_string(), field.value());
   request.body = std::move(req.body());
+  request.remote = remote_;
 
   ++seq_;
   ended_ = false;

@@ -18,6 +18,7 @@ struct HttpRequest {
   std::string query;   // after '?', undecoded ("" if none)
   Headers headers;     // in arrival order, names as sent
   std::string body;
+  std::string remote;  // the client's IP address as text ("127.0.0.1", "::1"), "" if unknown
   // Value of the first header named `name` (ASCII case-insensitive), "" if absent.
   std::string_view header(std::string_view name) const;
 };
