@@ -38,6 +38,16 @@ void PeerFeed::subscribe(const server::http::ExchangePtr& ex, const ReplicaList&
             R"({"error":{"message":"the router is shutting down","type":"service_unavailable","param":null,"code":503}})"});
     return;
   }
+  std::erase_if(subs_, [](const Subscriber& s) { return s.gone->load(); });  // count the live ones only
+  n_subs_.store(static_cast<int64_t>(subs_.size()), std::memory_order_relaxed);
+  if (subs_.size() >= kMaxSubscribers) {  // each one costs a push per decision
+    ex->respond(server::http::HttpResponse{
+        .status = 503,
+        .headers = {{"Retry-After", "1"}},
+        .body =
+            R"({"error":{"message":"too many peer feed subscribers","type":"service_unavailable","param":null,"code":503}})"});
+    return;
+  }
   n_subs_.fetch_add(1, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_seq_cst);  // before the snapshot reads (PeerFeed::active)
   // The head and the snapshot below are queued on this connection before any flush can write an event

@@ -33,6 +33,9 @@ namespace keel::router {
 
 class PeerFeed {
  public:
+  // Subscribers at most (each costs a push per decision); more are answered 503. A deployment's peers
+  // are a handful of instances.
+  static constexpr size_t kMaxSubscribers = 64;
   // Starts a subscriber's stream with the reset and the snapshot of `replicas`.
   void subscribe(const server::http::ExchangePtr& ex, const ReplicaList& replicas);
   // After a decision (under the decision mutex, the request already counted) and after a completion.

@@ -66,10 +66,11 @@ PeerLink::~PeerLink() = default;
 void PeerLink::start() {
   conn_ = std::make_shared<Conn>(svc_.upstream().io_context());
   const Endpoint& ep = svc_.peer_endpoint(peer_);
+  const std::string& key = svc_.config().admin_key;
   conn_->request = fmt::format(
       "GET /v1/router/peer_feed HTTP/1.1\r\nHost: {}:{}\r\nAccept: text/event-stream\r\nUser-Agent: "
-      "keel-router\r\n\r\n",
-      ep.host, ep.port);
+      "keel-router\r\n{}\r\n",
+      ep.host, ep.port, key.empty() ? std::string() : "Authorization: Bearer " + key + "\r\n");
   net::post(conn_->strand, [self = shared_from_this()] { self->connect(); });
 }
 

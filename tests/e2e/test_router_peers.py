@@ -14,7 +14,7 @@ import urllib.request
 
 import pytest
 
-from test_router import free_port, one_replica, start_router, stop
+from test_router import free_port, http, one_replica, start_router, stop
 
 
 def metrics(base: str) -> str:
@@ -251,3 +251,24 @@ def test_a_misbehaving_peer_feed_is_dropped_and_routing_goes_on(keel_bin, one_re
     finally:
         peer.close()
         stop(proc)
+
+
+def test_the_peer_feed_needs_the_admin_key_and_peers_send_it(keel_bin, one_replica):
+    """The peer feed shows every replica's load and each decision's group: with --admin-key set a
+    subscriber needs the key (401 without it or with another), and two instances sharing the key sync."""
+    replica = one_replica
+    pa, pb = free_port(), free_port()
+    a, b = f"http://127.0.0.1:{pa}", f"http://127.0.0.1:{pb}"
+    a_base, a_proc = start_router(keel_bin, [replica], "--instance", "0/2", "--peer", b, port=pa)
+    b_base, b_proc = start_router(keel_bin, [replica], "--instance", "1/2", "--peer", a, port=pb)
+    try:
+        assert http("GET", a_base + "/v1/router/peer_feed")[0] == 401
+        assert http("GET", a_base + "/v1/router/peer_feed", headers={"Authorization": "Bearer other"})[0] == 401
+        deadline = time.time() + 20
+        while gauge(a_base, "keel_router_peer_synced") != 1 or gauge(b_base, "keel_router_peer_synced") != 1:
+            assert time.time() < deadline, "the instances did not sync with the shared key"
+            time.sleep(0.05)
+        assert gauge(a_base, "keel_router_peer_feed_subscribers") == 1
+    finally:
+        stop(a_proc)
+        stop(b_proc)

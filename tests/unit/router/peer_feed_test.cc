@@ -27,7 +27,7 @@ class RecordingExchange final : public server::http::Exchange {
   void push(std::string bytes) override { pushes.push_back(std::move(bytes)); }
   void end_stream() override { ended = true; }
   void post(std::function<void()> fn) override { posted.push_back(std::move(fn)); }
-  void on_disconnect(std::function<void()>) override {}
+  void on_disconnect(std::function<void()> fn) override { disconnect = std::move(fn); }
 
   // Runs (and forgets) the functions posted so far.
   void run_posted() {
@@ -40,6 +40,7 @@ class RecordingExchange final : public server::http::Exchange {
   bool ended = false;
   std::vector<std::string> pushes;
   std::vector<std::function<void()>> posted;
+  std::function<void()> disconnect;  // the client going away (set by the feed)
 };
 
 ReplicaList one_replica() {
@@ -62,6 +63,30 @@ std::vector<uint64_t> read_as_peer(SseReader& reader, PeerView& view, const Repl
     if (ev.event == "route") groups.push_back(group);
   }));
   return groups;
+}
+
+// Each subscriber costs a push per decision: past kMaxSubscribers live ones, a subscription is refused
+// (503) until one goes away.
+TEST(PeerFeed, SubscribersAreCappedAndTheGoneOnesDoNotCount) {
+  PeerFeed feed;
+  const ReplicaList list = one_replica();
+  std::vector<std::shared_ptr<RecordingExchange>> subs;
+  for (size_t i = 0; i < PeerFeed::kMaxSubscribers; ++i) {
+    subs.push_back(std::make_shared<RecordingExchange>());
+    feed.subscribe(subs.back(), list);
+    ASSERT_EQ(subs.back()->stream_status, 200) << i;
+  }
+  auto extra = std::make_shared<RecordingExchange>();
+  feed.subscribe(extra, list);
+  EXPECT_EQ(extra->responded, 503);
+  EXPECT_EQ(extra->stream_status, 0);
+  EXPECT_EQ(feed.n_subscribers(), static_cast<int64_t>(PeerFeed::kMaxSubscribers));
+  subs.front()->disconnect();  // one leaves: room for one more
+  auto next = std::make_shared<RecordingExchange>();
+  feed.subscribe(next, list);
+  EXPECT_EQ(next->stream_status, 200);
+  EXPECT_EQ(next->responded, 0);
+  feed.close();
 }
 
 TEST(PeerFeed, WithoutAGapEachFlushPushesWhatWasEmittedBeforeIt) {
