@@ -310,9 +310,10 @@ void ProxyRequest::end_stream_with_error(const std::string& message) {
 void ProxyRequest::log_access(int status) {
   AccessLog* log = svc_.access_log();
   if (log == nullptr || log_level() > LogLevel::kInfo) return;
-  log->write(fmt::format("keel info: access id={} {} {} tenant={} replica={} status={} attempts={} resumes={} "
-                         "keys={} ms={:.1f}",
-                         request_id_, req_.method, req_.path, tenant_.empty() ? "-" : tenant_,
+  log->write(fmt::format("keel info: access id={} {} {} client={} tenant={} replica={} status={} attempts={} "
+                         "resumes={} keys={} ms={:.1f}",
+                         request_id_, req_.method, req_.path, req_.remote.empty() ? "-" : req_.remote,
+                         tenant_.empty() ? "-" : tenant_,
                          replica_ ? replica_->url : "-", status, n_attempts_, resume_.n_resumes(), keys_->size(),
                          static_cast<double>(now_us() - start_us_) / 1e3));
 }

@@ -257,6 +257,7 @@ def test_access_log_has_a_line_per_request_with_its_id_replica_and_status(keel_b
     for i, line in enumerate(sorted(lines)):
         assert line.startswith(f"keel info: access id=access-log-{i} POST /v1/completions "), line
         assert f"replica={urls[0]} status=200 attempts=1" in line, line
+        assert " client=127.0.0.1 " in line, line
     quiet_base, quiet = start_router(keel_bin, urls[:1], "--no-access-log")
     try:
         assert http("POST", quiet_base + "/v1/completions", {"model": "smollm2", "prompt": "Hi", "max_tokens": 1},
