@@ -98,16 +98,23 @@ void respond_saved(RouterService& svc, const ExchangePtr& ex, int status, const 
 
 }  // namespace
 
+bool admit_admin(const RouterService& svc, const HttpRequest& req, const ExchangePtr& ex, std::string_view what) {
+  switch (admin_access(svc.config().admin_key, req.header("Authorization"), req.remote)) {
+    case AdminAccess::kAllowed: return true;
+    case AdminAccess::kUnauthorized:
+      respond_error(ex, 401, fmt::format("{} need 'Authorization: Bearer <admin key>'", what));
+      return false;
+    case AdminAccess::kForbidden:
+      respond_error(ex, 403, fmt::format("without --admin-key, {} are taken only from clients on this host", what));
+      return false;
+  }
+  return false;
+}
+
 void register_admin_routes(RouterService& svc, server::http::Router& router) {
   auto guarded = [&svc](auto fn) {
     return [&svc, fn](HttpRequest&& req, const ExchangePtr& ex) {
-      switch (admin_access(svc.config().admin_key, req.header("Authorization"), req.remote)) {
-        case AdminAccess::kAllowed: return fn(req, ex);
-        case AdminAccess::kUnauthorized:
-          return respond_error(ex, 401, "admin calls need 'Authorization: Bearer <admin key>'");
-        case AdminAccess::kForbidden:
-          return respond_error(ex, 403, "without --admin-key the admin API answers only clients on this host");
-      }
+      if (admit_admin(svc, req, ex, "admin calls")) fn(req, ex);
     };
   };
   router.add("GET", "/admin/replicas", guarded([&svc](const HttpRequest&, const ExchangePtr& ex) {

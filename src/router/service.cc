@@ -7,7 +7,6 @@
 
 #include "base/clock.h"
 #include "base/log.h"
-#include "router/admin_access.h"
 #include "router/prom_gauge.h"
 #include "router/state_file.h"
 #include "server/http/server.h"
@@ -239,19 +238,7 @@ void RouterService::add_routes(server::http::Router& router) {
   // per decision: the admin API's rule (admin_access.h) decides who may subscribe. Peer links send the
   // instance's own --admin-key (the same on every instance of a deployment).
   router.add("GET", "/v1/router/peer_feed", [this](server::http::HttpRequest&& req, const ExchangePtr& ex) {
-    const AdminAccess access = admin_access(config_.admin_key, req.header("Authorization"), req.remote);
-    if (access != AdminAccess::kAllowed) {
-      const bool unauthorized = access == AdminAccess::kUnauthorized;
-      const nlohmann::json err = {
-          {"error",
-           {{"message", unauthorized ? "the peer feed needs 'Authorization: Bearer <admin key>'"
-                                     : "without --admin-key the peer feed answers only clients on this host"},
-            {"type", unauthorized ? "authentication_error" : "permission_error"},
-            {"param", nullptr},
-            {"code", unauthorized ? 401 : 403}}}};
-      return ex->respond(server::http::HttpResponse{.status = unauthorized ? 401 : 403, .body = err.dump()});
-    }
-    peer_feed_.subscribe(ex, *replicas_.snapshot());
+    if (admit_admin(*this, req, ex, "peer feed subscriptions")) peer_feed_.subscribe(ex, *replicas_.snapshot());
   });
 }
 

@@ -218,6 +218,10 @@ class RouterService {
 
 // Admin API (admin.cc): /admin/replicas (GET list, POST add/drain/remove).
 void register_admin_routes(RouterService& svc, server::http::Router& router);
+// The admin API's access rule (admin_access.h) for `req`: true when it may proceed, else the 401 or 403
+// is already sent, its message naming `what` ("admin calls", "the peer feed").
+bool admit_admin(const RouterService& svc, const server::http::HttpRequest& req, const server::http::ExchangePtr& ex,
+                 std::string_view what);
 // The proxied endpoints (proxy.cc).
 void register_proxy_routes(RouterService& svc, server::http::Router& router);
 // Subscribes to one replica's cache-event stream until it is removed or the router stops (cache_feed.cc).
