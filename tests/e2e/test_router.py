@@ -35,7 +35,7 @@ def wait_healthy(base: str, proc: subprocess.Popen, timeout_s: float = 120) -> N
                     return
         except (urllib.error.URLError, ConnectionError):
             pass
-        assert proc.poll() is None, proc.stdout.read()
+        assert proc.poll() is None, proc.stdout.read() if proc.stdout else "the process exited"
         time.sleep(0.1)
     proc.kill()
     pytest.fail(f"{base} did not become healthy in {timeout_s} s")

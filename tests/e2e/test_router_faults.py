@@ -13,7 +13,7 @@ import time
 import openai
 import pytest
 
-from test_router import client_for, free_port, http, one_replica, start_router, stop
+from test_router import client_for, free_port, http, one_replica, start_router, stop, wait_healthy
 
 
 class FakeBackend:
@@ -348,15 +348,7 @@ def test_running_out_of_file_descriptors_neither_spins_nor_sticks(keel_bin, one_
     base = f"http://127.0.0.1:{port}"
     socks = []
     try:
-        deadline = time.time() + 30
-        while True:
-            try:
-                if http("GET", base + "/health")[0] == 200:
-                    break
-            except OSError:  # not listening yet
-                pass
-            assert time.time() < deadline and proc.poll() is None
-            time.sleep(0.05)
+        wait_healthy(base, proc, 30)
         socks = [socket.create_connection(("127.0.0.1", port)) for _ in range(100)]
         time.sleep(1.5)
         failures = log_path.read_text().count("accept failed")
@@ -384,15 +376,7 @@ def test_without_an_admin_key_the_admin_api_answers_loopback_clients(keel_bin, o
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.time() + 30
-        while True:
-            try:
-                if http("GET", base + "/health")[0] == 200:
-                    break
-            except OSError:  # not listening yet
-                pass
-            assert time.time() < deadline and proc.poll() is None
-            time.sleep(0.05)
+        wait_healthy(base, proc, 30)
         status, _, text = http("GET", base + "/admin/replicas")
         assert status == 200 and json.loads(text)["replicas"][0]["url"] == one_replica
     finally:
