@@ -131,6 +131,8 @@ for target in "${TARGETS[@]}"; do
       2>"$WORK/$target/log"; then
     status=1
     echo "!! $target failed; see $WORK/$target/log and $artifacts" >&2
+    # The report itself, so a CI log names the fault without the build folder.
+    grep -v -E "^(INFO|#[0-9]+|\s+NEW_FUNC)" "$WORK/$target/log" | tail -n 40 >&2 || true
   fi
   grep -E "^(stat::number_of_executed_units|stat::peak_rss_mb)|^#[0-9]+ +DONE" "$WORK/$target/log" || true
 done

@@ -212,11 +212,13 @@ Result<GgufTensorInfo> GgufParser::parse_tensor_info(uint64_t index) {
   }
   // ne[] is innermost first; keel's Shape is outermost first.
   info.shape.rank = static_cast<int>(n_dims);
+  // The product of the non-zero dimensions must fit: a zero dimension would otherwise hide an overflow from
+  // this check while Shape::numel(), multiplying in its own order, still overflows before reaching it.
   int64_t numel = 1;
   for (uint32_t d = 0; d < n_dims; ++d) {
     KEEL_ASSIGN_OR_RETURN(uint64_t ne, cur_.read<uint64_t>(what));
     if (ne > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ||
-        __builtin_mul_overflow(numel, static_cast<int64_t>(ne), &numel)) {
+        (ne != 0 && __builtin_mul_overflow(numel, static_cast<int64_t>(ne), &numel))) {
       return make_error(ErrorCode::kCorruptFile, "{}: dimension {} = {} overflows the element count", what, d, ne);
     }
     info.shape.dims[n_dims - 1 - d] = static_cast<int64_t>(ne);

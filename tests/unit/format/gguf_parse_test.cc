@@ -167,6 +167,12 @@ TEST(GgufParse, TensorInfoErrors) {
   expect_error(one_tensor({100, 2}, 12, 0, 4096), ErrorCode::kCorruptFile, "block size 256");
   expect_error(one_tensor({1ull << 40, 1ull << 40}, 0, 0, 64), ErrorCode::kCorruptFile, "overflows");
   expect_error(one_tensor({1ull << 63}, 0, 0, 64), ErrorCode::kCorruptFile, "overflows");
+  // A zero dimension does not hide an overflow of the others (found by gguf_fuzz under UBSan).
+  expect_error(one_tensor({1ull << 40, 1ull << 40, 0}, 0, 0, 64), ErrorCode::kCorruptFile, "overflows");
+  expect_error(one_tensor({0, 1ull << 40, 1ull << 40}, 0, 0, 64), ErrorCode::kCorruptFile, "overflows");
+  Result<GgufFile> empty = one_tensor({32, 0, 1ull << 40}, 0, 0, 64);  // no rows: a legal, empty tensor
+  ASSERT_TRUE(empty.ok()) << empty.status().message();
+  EXPECT_EQ(empty->tensors()[0].size_bytes, 0u);
   expect_error(one_tensor({1ull << 62}, 0, 0, 64), ErrorCode::kCorruptFile, "byte size overflows");
   expect_error(one_tensor({1, 1, 1, 1, 1}, 0, 0, 64), ErrorCode::kCorruptFile, "5 dimensions");
   expect_error(one_tensor({4}, 0, 8, 64), ErrorCode::kCorruptFile, "not a multiple of the alignment");
