@@ -155,7 +155,9 @@ void register_router(CLI::App& app) {
   cmd->add_option("--workers", a->workers, "Replica URLs: http://host:port[@region=..,cloud=..,pool=..]");
   cmd->add_option("-m,--model", a->model, "GGUF/HF model whose tokenizer keys prefixes (default: character keys)");
   cmd->add_option("--tenants", a->tenants, "Tenants/API keys JSON file (keys stored as SHA-256)");
-  cmd->add_option("--admin-key", a->router.admin_key, "Bearer key required on /admin/*");
+  cmd->add_option("--admin-key", a->router.admin_key,
+                  "Bearer key required on /admin/* and the peer feed (without one: loopback clients only)")
+      ->envname("KEEL_ADMIN_KEY");
   cmd->add_option("--state-file", a->router.state_file,
                   "Replica set saved here on every admin change and reloaded at start-up (then --workers is not used)");
   cmd->add_option("--host", a->http.host, "Address to listen on")->capture_default_str();

@@ -38,6 +38,7 @@ struct ServeArgs {
   std::string load_format = "auto";
   std::string grammar_whitespace = "compact";
   server::StructuredOutputConfig structured;
+  std::string admin_key;
 };
 
 // cuda without --kv-tokens: the KV pool takes mem_fraction of the device memory still free after the
@@ -86,6 +87,7 @@ int run_serve(ServeArgs a) {
                             a.model};
   api_config.max_context_tokens = static_cast<int32_t>((*engine)->context_tokens());
   api_config.structured = a.structured;
+  api_config.admin_key = a.admin_key;
   api_config.structured.whitespace =
       a.grammar_whitespace == "flexible" ? grammar::WhitespacePolicy::kBounded : grammar::WhitespacePolicy::kCompact;
   server::CacheEventPublisher cache_events({.drain = [&](auto& out) { return (*engine)->drain_cache_events(out); },
@@ -125,6 +127,9 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--host", args->http.host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", args->http.port, "Port to listen on (0 = any free port)")->capture_default_str();
   cmd->add_option("--http-threads", args->http.n_io_threads, "HTTP io threads")->capture_default_str();
+  cmd->add_option("--admin-key", args->admin_key,
+                  "Bearer key POST /flush_cache needs (without one: loopback clients only)")
+      ->envname("KEEL_ADMIN_KEY");
   cmd->add_option("--max-body-bytes", args->http.max_body_bytes, "Largest request body (413 above)")->capture_default_str();
   cmd->add_option("-t,--threads", args->n_threads, "CPU threads for the model (default: KEEL_THREADS or all cores)")
       ->check(CLI::Range(0, 1024));

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/clock.h"
-#include "router/admin_access.h"
+#include "server/http/admin_access.h"
 #include "router/service.h"
 
 namespace keel::router {
@@ -99,16 +99,9 @@ void respond_saved(RouterService& svc, const ExchangePtr& ex, int status, const 
 }  // namespace
 
 bool admit_admin(const RouterService& svc, const HttpRequest& req, const ExchangePtr& ex, std::string_view what) {
-  switch (admin_access(svc.config().admin_key, req.header("Authorization"), req.remote)) {
-    case AdminAccess::kAllowed: return true;
-    case AdminAccess::kUnauthorized:
-      respond_error(ex, 401, fmt::format("{} need 'Authorization: Bearer <admin key>'", what));
-      return false;
-    case AdminAccess::kForbidden:
-      respond_error(ex, 403, fmt::format("without --admin-key, {} are taken only from clients on this host", what));
-      return false;
-  }
-  return false;
+  auto denial = server::http::deny_admin(svc.config().admin_key, req, what);
+  if (denial) respond_error(ex, denial->status, denial->message);
+  return !denial;
 }
 
 void register_admin_routes(RouterService& svc, server::http::Router& router) {

@@ -235,7 +235,7 @@ void RouterService::add_routes(server::http::Router& router) {
   router.add("GET", "/health", [this](server::http::HttpRequest&&, const ExchangePtr& ex) { handle_health(ex); });
   router.add("GET", "/metrics", [this](server::http::HttpRequest&&, const ExchangePtr& ex) { handle_metrics(ex); });
   // The peer feed shows every replica's load and each decision's group, and each subscriber costs a push
-  // per decision: the admin API's rule (admin_access.h) decides who may subscribe. Peer links send the
+  // per decision: the admin API's rule (server/http/admin_access.h) decides who may subscribe. Peer links send the
   // instance's own --admin-key (the same on every instance of a deployment).
   router.add("GET", "/v1/router/peer_feed", [this](server::http::HttpRequest&& req, const ExchangePtr& ex) {
     if (admit_admin(*this, req, ex, "peer feed subscriptions")) peer_feed_.subscribe(ex, *replicas_.snapshot());

@@ -218,7 +218,7 @@ class RouterService {
 
 // Admin API (admin.cc): /admin/replicas (GET list, POST add/drain/remove).
 void register_admin_routes(RouterService& svc, server::http::Router& router);
-// The admin API's access rule (admin_access.h) for `req`: true when it may proceed, else the 401 or 403
+// The admin API's access rule (server/http/admin_access.h) for `req`: true when it may proceed, else the 401 or 403
 // is already sent, its message naming `what` ("admin calls", "the peer feed").
 bool admit_admin(const RouterService& svc, const server::http::HttpRequest& req, const server::http::ExchangePtr& ex,
                  std::string_view what);

@@ -7,6 +7,7 @@
 
 #include "base/clock.h"
 #include "sample/rng.h"
+#include "server/http/admin_access.h"
 #include "server/native_generate.h"
 #include "server/prompt.h"
 #include "server/stream_resume.h"
@@ -266,7 +267,11 @@ void Api::handle_metrics(const http::ExchangePtr& ex) {
       .status = 200, .content_type = "text/plain; version=0.0.4; charset=utf-8", .body = metrics_.render()});
 }
 
-void Api::handle_flush_cache(const http::HttpRequest&, const http::ExchangePtr& ex) {
+void Api::handle_flush_cache(const http::HttpRequest& req, const http::ExchangePtr& ex) {
+  // Any client that could flush would make every replica's cache cold at will.
+  if (auto denial = http::deny_admin(config_.admin_key, req, "cache flushes")) {
+    return respond_error(ex, openai::http_error(denial->status, std::move(denial->message)));
+  }
   if (!flush_cache_) {
     return respond_error(ex, ApiError{.status = Status(ErrorCode::kUnsupported, "this engine has no cache to flush")});
   }

@@ -1,5 +1,5 @@
 // keel's HTTP API: the OpenAI endpoints (/v1/chat/completions, /v1/completions, /v1/models), native
-// /generate, /health, /metrics and /flush_cache, wired to an sched::Engine, a tokenizer and the
+// /generate, /health, /metrics and /flush_cache (an admin call), wired to an sched::Engine, a tokenizer and the
 // model's chat template. Handlers run on the HTTP io threads; the engine's sinks hop onto each
 // connection's strand (server/generation.h). Shutdown, from the controlling thread:
 //   api.begin_drain(); engine.drain(); server.stop();
@@ -36,6 +36,9 @@ struct ApiConfig {
   bool engine_emits_text = true;               // false: detokenize StreamEvent::tokens here
   int32_t retry_after_s = 1;                   // Retry-After on 429 and 503
   StructuredOutputConfig structured;           // grammar compilation limits and cache
+  // Bearer key POST /flush_cache needs; without one it is taken from loopback clients only
+  // (server/http/admin_access.h).
+  std::string admin_key;
 
   Status validate() const;
 };

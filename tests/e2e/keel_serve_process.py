@@ -18,13 +18,13 @@ def free_port() -> int:
 class KeelServe:
     """A `keel serve` child process on a free port; `stop()` sends SIGTERM and returns the exit code."""
 
-    def __init__(self, keel_bin: str, model_path: str, *flags: str, threads: int = 2):
+    def __init__(self, keel_bin: str, model_path: str, *flags: str, threads: int = 2, env: dict | None = None):
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.proc = subprocess.Popen(
             [keel_bin, "serve", "--model", model_path, "--port", str(self.port), "--served-model-name", "smollm2",
              *flags],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, "KEEL_THREADS": str(threads)})
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, "KEEL_THREADS": str(threads), **(env or {})})
         deadline = time.time() + 120
         while time.time() < deadline:
             if self.health() == 200:
@@ -55,9 +55,9 @@ class KeelServe:
                 out[name] = float(value)
         return out
 
-    def post(self, path: str, body: bytes = b"{}") -> int:
-        req = urllib.request.Request(self.base + path, data=body, headers={"Content-Type": "application/json"},
-                                     method="POST")
+    def post(self, path: str, body: bytes = b"{}", headers: dict | None = None) -> int:
+        req = urllib.request.Request(self.base + path, data=body,
+                                     headers={"Content-Type": "application/json", **(headers or {})}, method="POST")
         try:
             with urllib.request.urlopen(req, timeout=60) as r:
                 r.read()

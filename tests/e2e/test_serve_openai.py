@@ -11,6 +11,8 @@ import urllib.request
 import openai
 import pytest
 
+from keel_serve_process import KeelServe
+
 
 def _free_port() -> int:
     with socket.socket() as s:
@@ -147,3 +149,18 @@ def test_metrics_and_native_generate(server):
     with urllib.request.urlopen(base + "/metrics", timeout=10) as r:
         text = r.read().decode()
     assert "keel_" in text
+
+
+def test_flush_cache_is_an_admin_call(server, keel_bin, model_path):
+    # Without a key (the module's server) a loopback client may flush.
+    status, body = _post(server[0], "/flush_cache", b"{}")
+    assert status == 200 and json.loads(body) == {"status": "flushed"}
+    # With a key from the environment it is needed even from loopback; generation never needs it.
+    keyed = KeelServe(keel_bin, model_path, "--kv-tokens", "1024", env={"KEEL_ADMIN_KEY": "e2e-admin"})
+    try:
+        assert keyed.post("/flush_cache") == 401
+        assert keyed.post("/flush_cache", headers={"Authorization": "Bearer nope"}) == 401
+        assert keyed.post("/flush_cache", headers={"Authorization": "Bearer e2e-admin"}) == 200
+        assert keyed.post("/generate", json.dumps({"text": "Hi", "sampling_params": {"max_new_tokens": 2}}).encode()) == 200
+    finally:
+        assert keyed.stop() == 0

@@ -42,6 +42,8 @@ std::pair<std::string_view, std::string_view> type_and_code(const ApiError& erro
       if (error.status.code() == ErrorCode::kUnsupported) return {"invalid_request_error", "unsupported_parameter"};
       if (!error.param.empty()) return {"invalid_request_error", "invalid_value"};
       return {"invalid_request_error", ""};
+    case 401: return {"authentication_error", "invalid_api_key"};  // as keel router answers
+    case 403: return {"permission_error", ""};
     case 404:
       if (error.http_status == 404) return {"invalid_request_error", "unknown_url"};
       return {"invalid_request_error", "model_not_found"};

@@ -30,8 +30,9 @@ class ApiTest : public ::testing::Test {
     auto compiled = tokenizer::ChatTemplate::compile(kTemplate);
     ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
     template_ = std::make_unique<tokenizer::ChatTemplate>(std::move(compiled).value());
-    api_ = std::make_unique<Api>(ApiConfig{.model_names = {"test-model", "alias"}, .max_context_tokens = 4096}, engine_,
-                                 tok_, template_.get());
+    config_.model_names = {"test-model", "alias"};
+    config_.max_context_tokens = 4096;
+    api_ = std::make_unique<Api>(config_, engine_, tok_, template_.get());
     http::Router router;
     api_->add_routes(router);
     api_->set_flush_cache([this] {
@@ -65,6 +66,7 @@ class ApiTest : public ::testing::Test {
     return out;
   }
 
+  ApiConfig config_;  // subclasses set fields before SetUp
   test::ByteTokenizer tok_;
   test::ReplayEngine engine_;
   std::unique_ptr<tokenizer::ChatTemplate> template_;
@@ -358,6 +360,29 @@ TEST_F(ApiTest, ModelsFlushCacheAndMetrics) {
         "keel_request_samples_finished_total{reason=\"stop\"} 1"}) {
     EXPECT_NE(m.body.find(line), std::string::npos) << line << "\n" << m.body;
   }
+}
+
+// With an admin key, a cache flush needs it even from loopback (without one, loopback is enough: above;
+// other hosts get 403, tests/unit/server/admin_access_test.cc).
+class ApiAdminKeyTest : public ApiTest {
+ protected:
+  ApiAdminKeyTest() { config_.admin_key = "s3cret"; }
+};
+
+TEST_F(ApiAdminKeyTest, FlushCacheNeedsTheKey) {
+  for (const char* auth : {"", "Authorization: Bearer wrong\r\n", "Authorization: s3cret\r\n"}) {
+    auto r = call(test::post_json("/flush_cache", "", auth));
+    EXPECT_EQ(r.status, 401) << auth;
+    json e = json::parse(r.body);
+    EXPECT_EQ(e["error"]["type"], "authentication_error") << r.body;
+    EXPECT_EQ(e["error"]["code"], "invalid_api_key") << r.body;
+    EXPECT_NE(e["error"]["message"].get<std::string>().find("Bearer <admin key>"), std::string::npos) << r.body;
+  }
+  EXPECT_EQ(n_flushes_.load(), 0);
+  EXPECT_EQ(call(test::post_json("/flush_cache", "", "Authorization: Bearer s3cret\r\n")).status, 200);
+  EXPECT_EQ(n_flushes_.load(), 1);
+  // Generation needs no admin key.
+  EXPECT_EQ(call(test::post_json("/v1/completions", R"({"model":"test-model","prompt":"x"})")).status, 200);
 }
 
 class ApiLoadingTest : public ApiTest {};

@@ -1,8 +1,9 @@
-#include "router/admin_access.h"
+#include "server/http/admin_access.h"
 
+#include <fmt/format.h>
 #include <boost/asio/ip/address.hpp>
 
-namespace keel::router {
+namespace keel::server::http {
 
 namespace {
 
@@ -34,4 +35,15 @@ AdminAccess admin_access(std::string_view admin_key, std::string_view authorizat
                                                                               : AdminAccess::kUnauthorized;
 }
 
-}  // namespace keel::router
+std::optional<AdminDenial> deny_admin(std::string_view admin_key, const HttpRequest& req, std::string_view what) {
+  switch (admin_access(admin_key, req.header("Authorization"), req.remote)) {
+    case AdminAccess::kAllowed: return std::nullopt;
+    case AdminAccess::kUnauthorized:
+      return AdminDenial{401, fmt::format("{} need 'Authorization: Bearer <admin key>'", what)};
+    case AdminAccess::kForbidden:
+      return AdminDenial{403, fmt::format("without --admin-key, {} are taken only from clients on this host", what)};
+  }
+  return AdminDenial{403, "denied"};
+}
+
+}  // namespace keel::server::http

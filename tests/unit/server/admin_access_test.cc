@@ -1,9 +1,9 @@
 // Admin API access: the key when one is set, else loopback clients only.
-#include "router/admin_access.h"
+#include "server/http/admin_access.h"
 
 #include <gtest/gtest.h>
 
-namespace keel::router {
+namespace keel::server::http {
 namespace {
 
 TEST(AdminAccess, WithAKeyOnlyTheExactBearerPasses) {
@@ -27,4 +27,4 @@ TEST(AdminAccess, WithoutAKeyOnlyLoopbackClients) {
 }
 
 }  // namespace
-}  // namespace keel::router
+}  // namespace keel::server::http
