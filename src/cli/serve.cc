@@ -88,6 +88,7 @@ int run_serve(ServeArgs a) {
   api_config.max_context_tokens = static_cast<int32_t>((*engine)->context_tokens());
   api_config.structured = a.structured;
   api_config.admin_key = a.admin_key;
+  if (Status st = api_config.validate(); !st.ok()) return fail(2, st);
   api_config.structured.whitespace =
       a.grammar_whitespace == "flexible" ? grammar::WhitespacePolicy::kBounded : grammar::WhitespacePolicy::kCompact;
   server::CacheEventPublisher cache_events({.drain = [&](auto& out) { return (*engine)->drain_cache_events(out); },
@@ -173,6 +174,14 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--grammar-cache-mb", args->structured.cache_mb,
                   "Structured output: MiB of compiled grammars and token-mask caches kept (0 = no byte bound)")
       ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
+  cmd->add_option("--grammar-threads", args->structured.compile_threads,
+                  "Structured output: threads compiling new grammars (off the HTTP io threads)")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  cmd->add_option("--grammar-queue", args->structured.max_compiles_waiting,
+                  "Structured output: new grammars that may wait for a compile thread (beyond: 503)")
+      ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
   cmd->callback([args] { set_exit_code(run_serve(*args)); });
 }

@@ -14,17 +14,27 @@ GrammarStore::GrammarStore(std::shared_ptr<const VocabTrie> trie, size_t capacit
   KEEL_CHECK(trie_ != nullptr && capacity_ > 0, "GrammarStore needs a vocabulary and a capacity > 0");
 }
 
+std::shared_ptr<TokenMaskCache> GrammarStore::hit_locked(uint64_t key) {
+  auto it = map_.find(key);
+  if (it == map_.end()) return nullptr;
+  lru_.splice(lru_.begin(), lru_, it->second.lru_pos);
+  ++n_hits_;
+  auto masks = it->second.masks;
+  evict_locked(key);  // entries grow as they are used, so the byte bound is checked on hits too
+  return masks;
+}
+
+std::shared_ptr<TokenMaskCache> GrammarStore::find(const GrammarSpec& spec) {
+  const uint64_t key = spec.content_hash();
+  std::lock_guard<std::mutex> lock(mu_);
+  return hit_locked(key);
+}
+
 Result<std::shared_ptr<TokenMaskCache>> GrammarStore::get_or_compile(const GrammarSpec& spec) {
   const uint64_t key = spec.content_hash();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (auto it = map_.find(key); it != map_.end()) {
-      lru_.splice(lru_.begin(), lru_, it->second.lru_pos);
-      ++n_hits_;
-      auto masks = it->second.masks;
-      evict_locked(key);  // entries grow as they are used, so the byte bound is checked on hits too
-      return masks;
-    }
+    if (auto masks = hit_locked(key)) return masks;
     ++n_misses_;
   }
   KEEL_ASSIGN_OR_RETURN(std::shared_ptr<const CompiledGrammar> g, compile_grammar(spec));

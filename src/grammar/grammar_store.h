@@ -39,6 +39,8 @@ class GrammarStore {
   // The mask cache for spec over this store's vocabulary; compiles on a miss (outside the lock).
   // Compile errors are returned and not cached.
   Result<std::shared_ptr<TokenMaskCache>> get_or_compile(const GrammarSpec& spec);
+  // The cached mask cache for spec (a hit), or null (not counted as a miss: get_or_compile does).
+  std::shared_ptr<TokenMaskCache> find(const GrammarSpec& spec);
 
   const VocabTrie& trie() const { return *trie_; }
   size_t size() const;
@@ -66,6 +68,8 @@ class GrammarStore {
   uint64_t n_hits_ = 0;
   uint64_t n_misses_ = 0;
 
+  // The entry for key, made most recent and counted as a hit; null when absent. Under mu_.
+  std::shared_ptr<TokenMaskCache> hit_locked(uint64_t key);
   // Drops least recently used entries (never `keep`) while over the count or byte bound. Under mu_.
   void evict_locked(uint64_t keep);
 };

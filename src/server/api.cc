@@ -1,5 +1,6 @@
 #include "server/api.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include <fmt/format.h>
@@ -59,7 +60,9 @@ Api::Api(ApiConfig config, sched::Engine& engine, const tokenizer::Tokenizer& to
       id_salt_(fresh_seed()),
       created_s_(unix_now_s()),
       gen_metrics_(metrics_),
-      structured_(tok, config_.structured) {
+      structured_(tok, config_.structured),
+      compiles_("grammar compile", std::max(1, config_.structured.compile_threads),
+                config_.structured.max_compiles_waiting) {
   config_.parse_limits.n_vocab = tok_.n_vocab();
   auto load_gauge = [this](std::string_view name, std::string_view help, double (*read)(const sched::EngineLoad&)) {
     metrics_.gauge(name, help, [this, read] { return read(engine_.load()); });
@@ -81,6 +84,8 @@ Api::Api(ApiConfig config, sched::Engine& engine, const tokenizer::Tokenizer& to
              [](const sched::EngineLoad& l) { return static_cast<double>(l.n_jump_forward_tokens); });
   metrics_.gauge("keel_grammar_cache_entries", "Compiled grammars cached (structured output).",
                  [this] { return static_cast<double>(structured_.store().size()); });
+  metrics_.gauge("keel_grammar_compiles_waiting", "New grammars compiling or waiting for a compile thread.",
+                 [this] { return static_cast<double>(compiles_.waiting() + compiles_.running()); });
 }
 
 void Api::add_routes(http::Router& router) {
@@ -108,7 +113,10 @@ http::ServerHooks Api::hooks() {
 
 void Api::set_flush_cache(std::function<Status()> flush) { flush_cache_ = std::move(flush); }
 void Api::set_ready() { state_.store(State::kReady); }
-void Api::begin_drain() { state_.store(State::kDraining); }
+void Api::begin_drain() {
+  state_.store(State::kDraining);
+  compiles_.wait_idle();
+}
 
 void Api::count_response(std::string_view path, int status) {
   static constexpr std::string_view kKnown[] = {kChatPath, kCompletionsPath, kGeneratePath, "/v1/models",
@@ -198,20 +206,42 @@ void Api::handle_generation(ApiKind kind, http::HttpRequest&& req, const http::E
   if (!resumed.ok()) return respond_error(ex, resumed.error());
   auto prepared = prepare(kind, req.body);
   if (!prepared.ok()) return respond_error(ex, prepared.error());
-  Prepared& p = prepared.value();
-  auto constraint = structured_.constraint_for(p.params.response_format, req.body);
-  if (!constraint.ok()) return respond_error(ex, constraint.error());
-  std::shared_ptr<const sample::ConstraintFactory> factory = std::move(constraint).value();
-  if (resumed.value()) {
+  auto found = structured_.lookup(prepared.value().params.response_format, req.body);
+  if (!found.ok()) return respond_error(ex, found.error());
+  Accepted a{.kind = kind,
+             .prepared = std::move(prepared).value(),
+             .resumed = std::move(resumed).value(),
+             .emit_token_ids = wants_token_ids(req),
+             .received_us = received_us};
+  if (!found.value().to_compile) return start_generation(std::move(a), std::move(found.value().factory), ex);
+  // A grammar not compiled yet: its compile (up to max_compile_ms) would hold up every other connection
+  // of this io thread, so it runs on a compile thread, and the request continues there.
+  bool posted = compiles_.try_post([this, a = std::move(a), spec = std::move(*found.value().to_compile), ex]() mutable {
+    auto factory = structured_.compile(a.prepared.params.response_format, spec);
+    if (!factory.ok()) return respond_error(ex, factory.error());
+    start_generation(std::move(a), std::move(factory).value(), ex);
+  });
+  if (!posted) {
+    return respond_error(ex, ApiError{.status = make_error(ErrorCode::kUnavailable,
+                                                           "{} new grammars already wait to be compiled; retry later",
+                                                           compiles_.waiting()),
+                                      .retry_after_s = config_.retry_after_s});
+  }
+}
+
+void Api::start_generation(Accepted&& a, StructuredOutput::FactoryPtr factory, const http::ExchangePtr& ex) {
+  Prepared& p = a.prepared;
+  const ApiKind kind = a.kind;
+  if (a.resumed) {
     // A resumed stream's tokens were generated under the same grammar: its matchers start after them.
     if (factory) {
-      factory = sample::constraint_after_prefix(std::move(factory), *resumed.value());
+      factory = sample::constraint_after_prefix(std::move(factory), *a.resumed);
       if (!factory) {
         return respond_error(ex, openai::param_error("keel_resume_token_ids",
                                                       "the resumed tokens do not follow the request's grammar"));
       }
     }
-    p.prompt.insert(p.prompt.end(), resumed.value()->begin(), resumed.value()->end());
+    p.prompt.insert(p.prompt.end(), a.resumed->begin(), a.resumed->end());
   }
   auto gen_req = make_generate_request(p.params, std::move(p.prompt), p.limits);
   if (!gen_req.ok()) return respond_error(ex, gen_req.error());
@@ -229,8 +259,8 @@ void Api::handle_generation(ApiKind kind, http::HttpRequest&& req, const http::E
                         .include_usage = p.params.include_usage,
                         .with_logprobs = p.params.top_logprobs >= 0,
                         .detokenize = !config_.engine_emits_text,
-                        .emit_token_ids = wants_token_ids(req),
-                        .received_us = received_us};
+                        .emit_token_ids = a.emit_token_ids,
+                        .received_us = a.received_us};
   auto generation = std::make_shared<Generation>(std::move(setup), ex, tok_, gen_metrics_);
   Status submitted = engine_.submit(std::move(gen_req).value(), make_sink(generation, ex));
   if (!submitted.ok()) {

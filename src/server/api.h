@@ -1,8 +1,10 @@
 // keel's HTTP API: the OpenAI endpoints (/v1/chat/completions, /v1/completions, /v1/models), native
 // /generate, /health, /metrics and /flush_cache (an admin call), wired to an sched::Engine, a tokenizer and the
-// model's chat template. Handlers run on the HTTP io threads; the engine's sinks hop onto each
-// connection's strand (server/generation.h). Shutdown, from the controlling thread:
+// model's chat template. Handlers run on the HTTP io threads, except a new grammar's compile and what
+// follows it, which run on the Api's compile threads (structured output); the engine's sinks hop onto
+// each connection's strand (server/generation.h). Shutdown, from the controlling thread:
 //   api.begin_drain(); engine.drain(); server.stop();
+// (begin_drain waits for compiles in progress, so the requests they belong to reach the engine first.)
 // The engine, tokenizer and template must outlive the HttpServer the routes are added to.
 #pragma once
 
@@ -14,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "base/work_queue.h"
 #include "sched/engine.h"
 #include "server/engine_request.h"
 #include "server/generation.h"
@@ -60,6 +63,9 @@ class Api {
   void set_ready();
   void begin_drain();
 
+  // The compile threads' queue (tests hold it to fill it).
+  WorkQueue& compile_queue() { return compiles_; }
+
   MetricsRegistry& metrics() { return metrics_; }
 
  private:
@@ -74,6 +80,16 @@ class Api {
   };
   // Parse, model check and tokenization for one endpoint.
   openai::ApiResult<Prepared> prepare(ApiKind kind, std::string_view body) const;
+  // A request past its checks, waiting for its constraint (if any) to be ready.
+  struct Accepted {
+    ApiKind kind;
+    Prepared prepared;
+    std::optional<std::vector<int32_t>> resumed;  // X-Keel-Resume's tokens
+    bool emit_token_ids = false;
+    int64_t received_us = 0;
+  };
+  // Submits to the engine and starts the answer; any thread.
+  void start_generation(Accepted&& a, StructuredOutput::FactoryPtr factory, const http::ExchangePtr& ex);
   void handle_models(const http::ExchangePtr& ex);
   void handle_health(const http::ExchangePtr& ex);
   void handle_metrics(const http::ExchangePtr& ex);
@@ -94,6 +110,7 @@ class Api {
   MetricsRegistry metrics_;
   GenerationMetrics gen_metrics_;
   StructuredOutput structured_;
+  WorkQueue compiles_;  // last: its threads stop before the members their jobs use go
 };
 
 }  // namespace keel::server

@@ -45,6 +45,10 @@ Status StructuredOutputConfig::validate() const {
     return make_error(ErrorCode::kInvalidArgument, "structured output max_whitespace must be in [1, 64]");
   if (max_grammar_symbols < 1024)
     return make_error(ErrorCode::kInvalidArgument, "structured output max_grammar_symbols must be >= 1024");
+  if (compile_threads < 1 || compile_threads > 256)
+    return make_error(ErrorCode::kInvalidArgument, "structured output compile_threads must be in [1, 256]");
+  if (max_compiles_waiting < 1)
+    return make_error(ErrorCode::kInvalidArgument, "structured output max_compiles_waiting must be >= 1");
   return {};
 }
 
@@ -53,8 +57,36 @@ StructuredOutput::StructuredOutput(const tokenizer::Tokenizer& tok, const Struct
       store_(std::make_shared<const grammar::VocabTrie>(sched::grammar_vocabulary(tok)), config.cache_capacity,
              config.cache_mb << 20) {}
 
-openai::ApiResult<std::shared_ptr<const sample::ConstraintFactory>> StructuredOutput::constraint_for(
-    const ResponseFormat& format, std::string_view body) {
+namespace {
+
+// The factory for a compiled grammar, or the 400 for one that admits nothing.
+openai::ApiResult<StructuredOutput::FactoryPtr> factory_for(const ResponseFormat& format,
+                                                            std::shared_ptr<grammar::TokenMaskCache> masks) {
+  if (masks->grammar().language_empty()) {
+    return compile_error(format, Status(ErrorCode::kInvalidArgument, "admits no output at all (unsatisfiable)"));
+  }
+  return StructuredOutput::FactoryPtr(std::make_shared<sched::GrammarConstraintFactory>(std::move(masks)));
+}
+
+}  // namespace
+
+openai::ApiResult<StructuredOutput::FactoryPtr> StructuredOutput::constraint_for(const ResponseFormat& format,
+                                                                                 std::string_view body) {
+  auto found = lookup(format, body);
+  if (!found.ok()) return found.error();
+  if (!found.value().to_compile) return std::move(found.value().factory);
+  return compile(format, *found.value().to_compile);
+}
+
+openai::ApiResult<StructuredOutput::FactoryPtr> StructuredOutput::compile(const ResponseFormat& format,
+                                                                          const grammar::GrammarSpec& spec) {
+  auto masks = store_.get_or_compile(spec);
+  if (!masks.ok()) return compile_error(format, masks.status());
+  return factory_for(format, std::move(masks).value());
+}
+
+openai::ApiResult<StructuredOutput::Lookup> StructuredOutput::lookup(const ResponseFormat& format,
+                                                                     std::string_view body) {
   grammar::GrammarSpec spec;
   spec.limits = grammar::BuildLimits{.max_symbols = config_.max_grammar_symbols, .max_compile_ms = config_.max_compile_ms};
   using Ws = ResponseFormat::Whitespace;
@@ -63,7 +95,7 @@ openai::ApiResult<std::shared_ptr<const sample::ConstraintFactory>> StructuredOu
                                                              : grammar::WhitespacePolicy::kBounded;
   spec.json.max_whitespace = config_.max_whitespace;
   switch (format.kind) {
-    case ResponseFormat::Kind::kText: return std::shared_ptr<const sample::ConstraintFactory>();
+    case ResponseFormat::Kind::kText: return Lookup{};
     case ResponseFormat::Kind::kJsonObject:  // OpenAI's JSON mode: an object, not any JSON value
       spec.kind = grammar::GrammarSpec::Kind::kJsonSchema;
       spec.source = R"({"type":"object"})";
@@ -82,13 +114,12 @@ openai::ApiResult<std::shared_ptr<const sample::ConstraintFactory>> StructuredOu
       spec.source = format.spec;
       break;
   }
-  auto masks = store_.get_or_compile(spec);
-  if (!masks.ok()) return compile_error(format, masks.status());
-  if (masks.value()->grammar().language_empty()) {
-    return compile_error(format, Status(ErrorCode::kInvalidArgument, "admits no output at all (unsatisfiable)"));
+  if (auto masks = store_.find(spec)) {
+    auto factory = factory_for(format, std::move(masks));
+    if (!factory.ok()) return factory.error();
+    return Lookup{.factory = std::move(factory).value()};
   }
-  return std::shared_ptr<const sample::ConstraintFactory>(
-      std::make_shared<sched::GrammarConstraintFactory>(std::move(masks).value()));
+  return Lookup{.to_compile = std::move(spec)};
 }
 
 }  // namespace keel::server

@@ -1,6 +1,8 @@
 // Structured output on the server side: turns a request's ResponseFormat (json_schema, json_object,
-// regex, ebnf) into the sample::ConstraintFactory the scheduler runs, compiling on the calling HTTP
-// thread (never the scheduler's), bounded in time and size per request, through one
+// regex, ebnf) into the sample::ConstraintFactory the scheduler runs. A grammar already compiled is
+// found on the calling thread (lookup); a new one is compiled by the caller's choice of thread (the
+// Api uses its compile threads, never an io thread or the scheduler's), bounded in time and size per
+// request, through one
 // grammar::GrammarStore per model (vocabulary trie built once; compiled grammars and their token-mask
 // classifications cached by content hash, LRU-bounded). Errors are 400s naming the request field and,
 // for schemas, the keyword and its JSON pointer. Thread-safe.
@@ -8,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string_view>
 
 #include "grammar/grammar_store.h"
@@ -28,6 +31,9 @@ struct StructuredOutputConfig {
   // runs of at most max_whitespace of [ \t\n\r] (a model can never loop on whitespace either way).
   grammar::WhitespacePolicy whitespace = grammar::WhitespacePolicy::kCompact;
   int max_whitespace = 16;
+  // keel serve's compile threads, and the compiles that may wait for one (beyond: 503, Retry-After).
+  int compile_threads = 2;
+  size_t max_compiles_waiting = 64;
 
   Status validate() const;
 };
@@ -36,10 +42,21 @@ class StructuredOutput {
  public:
   StructuredOutput(const tokenizer::Tokenizer& tok, const StructuredOutputConfig& config);
 
-  // Null for free text. `body` is the request body the format was parsed from: a schema is re-read
-  // from it with its key order (properties are generated in the order the schema lists them).
-  openai::ApiResult<std::shared_ptr<const sample::ConstraintFactory>> constraint_for(
-      const openai::ResponseFormat& format, std::string_view body);
+  using FactoryPtr = std::shared_ptr<const sample::ConstraintFactory>;
+
+  // What a request's format needs: a factory ready now (null for free text), or a spec to compile.
+  struct Lookup {
+    FactoryPtr factory;
+    std::optional<grammar::GrammarSpec> to_compile;
+  };
+  // Cheap (no compile): the spec from the format, and the store's entry when it has one. `body` is the
+  // request body the format was parsed from: a schema is re-read from it with its key order
+  // (properties are generated in the order the schema lists them).
+  openai::ApiResult<Lookup> lookup(const openai::ResponseFormat& format, std::string_view body);
+  // Compiles (or finds, if another request did meanwhile) what lookup returned in to_compile.
+  openai::ApiResult<FactoryPtr> compile(const openai::ResponseFormat& format, const grammar::GrammarSpec& spec);
+  // Both, on the calling thread.
+  openai::ApiResult<FactoryPtr> constraint_for(const openai::ResponseFormat& format, std::string_view body);
 
   const grammar::GrammarStore& store() const { return store_; }
 

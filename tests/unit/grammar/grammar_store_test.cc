@@ -49,6 +49,21 @@ TEST(GrammarStore, CachesBySpecAndEvictsLeastRecentlyUsed) {
   EXPECT_EQ(store.size(), 2u);
 }
 
+TEST(GrammarStore, FindReturnsOnlyWhatIsCachedAndCountsHits) {
+  GrammarStore store(small_trie(), 2);
+  EXPECT_EQ(store.find(regex("a+")), nullptr);
+  EXPECT_EQ(store.n_misses(), 0u) << "a find that misses compiles nothing and counts nothing";
+  auto a = store.get_or_compile(regex("a+")).value();
+  EXPECT_EQ(store.find(regex("a+")), a);
+  EXPECT_EQ(store.find(regex("b+")), nullptr);
+  EXPECT_EQ(store.n_hits(), 1u);
+  ASSERT_TRUE(store.get_or_compile(regex("b")).ok());
+  EXPECT_EQ(store.find(regex("a+")), a);               // most recent again, so
+  ASSERT_TRUE(store.get_or_compile(regex("1")).ok());  // this evicts "b", not "a+"
+  EXPECT_EQ(store.find(regex("a+")), a);
+  EXPECT_EQ(store.find(regex("b")), nullptr);
+}
+
 TEST(GrammarStore, ErrorsAreReturnedNotCached) {
   GrammarStore store(small_trie(), 4);
   for (int i = 0; i < 2; ++i) {

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <future>
 #include <thread>
 
 #include "replay_engine.h"
@@ -289,6 +290,92 @@ TEST_F(ApiTest, StructuredOutputAttachesAConstraintOrNamesWhatIsUnsupported) {
   EXPECT_NE(message.find("#/properties/b"), std::string::npos) << message;
   EXPECT_EQ(j["error"]["param"], "response_format.json_schema.schema");
   EXPECT_EQ(engine_.submitted().size(), 3u);
+}
+
+// One compile thread and room for one compile to wait: a test holds the thread with a job of its own.
+class ApiCompileQueueTest : public ApiTest {
+ protected:
+  ApiCompileQueueTest() {
+    config_.structured.compile_threads = 1;
+    config_.structured.max_compiles_waiting = 1;
+  }
+  // Holds the compile thread until release() (or the end of the test).
+  struct Hold {
+    explicit Hold(Api& api) {
+      EXPECT_TRUE(api.compile_queue().try_post([this] {
+        holding = true;
+        gate.wait();
+      }));
+      while (!holding.load()) std::this_thread::yield();
+    }
+    ~Hold() { release(); }
+    void release() {
+      if (!released.exchange(true)) go.set_value();
+    }
+    std::promise<void> go;
+    std::shared_future<void> gate = go.get_future().share();
+    std::atomic<bool> holding{false};
+    std::atomic<bool> released{false};
+  };
+  static std::string schema_chat(const std::string& property) {
+    return test::post_json("/v1/chat/completions",
+                           R"({"model":"test-model","messages":[{"role":"user","content":"x"}],"response_format":)"
+                           R"({"type":"json_schema","json_schema":{"name":"s","schema":{"type":"object",)"
+                           R"("properties":{")" + property + R"(":{"type":"integer"}}}}}})");
+  }
+  void wait_for_waiting_compiles(size_t n) {
+    for (int i = 0; i < 5000 && api_->compile_queue().waiting() != n; ++i) std::this_thread::sleep_for(1ms);
+    ASSERT_EQ(api_->compile_queue().waiting(), n);
+  }
+};
+
+TEST_F(ApiCompileQueueTest, NewGrammarsWaitForACompileThreadAndNothingElseDoes) {
+  ASSERT_EQ(call(schema_chat("cached")).status, 200);
+  Hold hold(*api_);
+  RawClient queued(server_->port());
+  ASSERT_TRUE(queued.send(schema_chat("new")));
+  wait_for_waiting_compiles(1);
+
+  // The queue is full: another new grammar is refused at once, not queued without bound.
+  auto busy = call(schema_chat("another"));
+  EXPECT_EQ(busy.status, 503) << busy.body;
+  EXPECT_EQ(busy.headers["retry-after"], "1");
+  EXPECT_EQ(json::parse(busy.body)["error"]["type"], "service_unavailable_error");
+  // A grammar compiled before and free text do not wait for the compile thread.
+  EXPECT_EQ(call(schema_chat("cached")).status, 200);
+  EXPECT_EQ(call(test::post_json("/v1/completions", R"({"model":"test-model","prompt":"x"})")).status, 200);
+  EXPECT_NE(call(test::get("/metrics")).body.find("keel_grammar_compiles_waiting 2"), std::string::npos);
+  EXPECT_FALSE(queued.read_response(100).has_value()) << "answered before its grammar could compile";
+  EXPECT_EQ(engine_.submitted().size(), 3u);
+
+  hold.release();
+  auto r = queued.read_response();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->status, 200) << r->body;
+  auto sub = engine_.submitted();
+  ASSERT_EQ(sub.size(), 4u);
+  EXPECT_NE(sub[3].constraint, nullptr);
+}
+
+TEST_F(ApiCompileQueueTest, DrainWaitsForCompilesSoTheirRequestsRun) {
+  Hold hold(*api_);
+  RawClient queued(server_->port());
+  ASSERT_TRUE(queued.send(schema_chat("new")));
+  wait_for_waiting_compiles(1);
+  std::atomic<bool> drained{false};
+  std::thread drain([&] {
+    api_->begin_drain();
+    drained = true;
+  });
+  std::this_thread::sleep_for(50ms);
+  EXPECT_FALSE(drained.load()) << "begin_drain returned with a compile still to run";
+  EXPECT_EQ(call(test::post_json("/v1/completions", R"({"model":"test-model","prompt":"x"})")).status, 503);
+  hold.release();
+  drain.join();
+  EXPECT_TRUE(drained.load());
+  auto r = queued.read_response();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->status, 200) << r->body;  // accepted before the drain, so it runs
 }
 
 TEST_F(ApiTest, QueueFullIs429WithRetryAfter) {

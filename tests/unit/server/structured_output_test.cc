@@ -57,6 +57,45 @@ TEST(StructuredOutput, ConfigRejectsUnboundedWhitespace) {
   EXPECT_FALSE(StructuredOutputConfig{.max_whitespace = 0}.validate().ok());
   EXPECT_FALSE(StructuredOutputConfig{.max_whitespace = 65}.validate().ok());
   EXPECT_TRUE(StructuredOutputConfig{.max_whitespace = 64}.validate().ok());
+  EXPECT_FALSE(StructuredOutputConfig{.compile_threads = 0}.validate().ok());
+  EXPECT_FALSE(StructuredOutputConfig{.max_compiles_waiting = 0}.validate().ok());
+}
+
+// lookup never compiles: a new grammar comes back as a spec, a compiled one as a factory; free text as
+// neither; an unsatisfiable grammar is a 400 whether it is new (compile) or cached (lookup).
+TEST(StructuredOutput, LookupFindsOnlyWhatIsCompiled) {
+  test::ByteTokenizer tok;
+  StructuredOutput so(tok, StructuredOutputConfig{});
+  const auto format = object_format(ResponseFormat::Whitespace::kDefault);
+  auto text = so.lookup(ResponseFormat{}, "{}");
+  ASSERT_TRUE(text.ok());
+  EXPECT_EQ(text.value().factory, nullptr);
+  EXPECT_FALSE(text.value().to_compile.has_value());
+
+  auto first = so.lookup(format, "{}");
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first.value().factory, nullptr);
+  ASSERT_TRUE(first.value().to_compile.has_value());
+  EXPECT_EQ(so.store().size(), 0u) << "lookup compiled";
+  auto compiled = so.compile(format, *first.value().to_compile);
+  ASSERT_TRUE(compiled.ok());
+  EXPECT_TRUE(accepts(*compiled.value(), R"({"a":[]})"));
+  auto again = so.lookup(format, "{}");
+  ASSERT_TRUE(again.ok());
+  ASSERT_NE(again.value().factory, nullptr);
+  EXPECT_FALSE(again.value().to_compile.has_value());
+  EXPECT_TRUE(accepts(*again.value().factory, R"({"a":[]})"));
+
+  const ResponseFormat never{
+      .kind = ResponseFormat::Kind::kJsonSchema, .spec = R"({"not":{}})", .param = "response_format.json_schema.schema"};
+  auto fresh = so.lookup(never, "{}");
+  ASSERT_TRUE(fresh.ok() && fresh.value().to_compile.has_value());
+  auto unsat = so.compile(never, *fresh.value().to_compile);
+  ASSERT_FALSE(unsat.ok());
+  EXPECT_EQ(unsat.error().param, "response_format.json_schema.schema");
+  auto cached = so.lookup(never, "{}");
+  ASSERT_FALSE(cached.ok()) << "an unsatisfiable grammar found in the store is still a 400";
+  EXPECT_NE(cached.error().status.message().find("unsatisfiable"), std::string::npos);
 }
 
 }  // namespace
