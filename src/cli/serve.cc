@@ -180,7 +180,7 @@ void register_serve(CLI::App& app) {
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
   cmd->add_option("--grammar-queue", args->structured.max_compiles_waiting,
-                  "Structured output: new grammars that may wait for a compile thread (beyond: 503)")
+                  "Structured output: new grammars that may wait for a compile thread (beyond: 429)")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
   cmd->callback([args] { set_exit_code(run_serve(*args)); });

@@ -221,8 +221,8 @@ void Api::handle_generation(ApiKind kind, http::HttpRequest&& req, const http::E
     if (!factory.ok()) return respond_error(ex, factory.error());
     start_generation(std::move(a), std::move(factory).value(), ex);
   });
-  if (!posted) {
-    return respond_error(ex, ApiError{.status = make_error(ErrorCode::kUnavailable,
+  if (!posted) {  // a full queue, as the scheduler's: 429 (a router retries it elsewhere, not a replica fault)
+    return respond_error(ex, ApiError{.status = make_error(ErrorCode::kResourceExhausted,
                                                            "{} new grammars already wait to be compiled; retry later",
                                                            compiles_.waiting()),
                                       .retry_after_s = config_.retry_after_s});

@@ -338,9 +338,9 @@ TEST_F(ApiCompileQueueTest, NewGrammarsWaitForACompileThreadAndNothingElseDoes) 
 
   // The queue is full: another new grammar is refused at once, not queued without bound.
   auto busy = call(schema_chat("another"));
-  EXPECT_EQ(busy.status, 503) << busy.body;
+  EXPECT_EQ(busy.status, 429) << busy.body;
   EXPECT_EQ(busy.headers["retry-after"], "1");
-  EXPECT_EQ(json::parse(busy.body)["error"]["type"], "service_unavailable_error");
+  EXPECT_EQ(json::parse(busy.body)["error"]["type"], "rate_limit_error");
   // A grammar compiled before and free text do not wait for the compile thread.
   EXPECT_EQ(call(schema_chat("cached")).status, 200);
   EXPECT_EQ(call(test::post_json("/v1/completions", R"({"model":"test-model","prompt":"x"})")).status, 200);
