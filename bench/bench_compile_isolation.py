@@ -17,8 +17,6 @@ import json
 import os
 import random
 import shlex
-import signal
-import socket
 import statistics
 import subprocess
 import threading
@@ -26,11 +24,7 @@ import time
 import urllib.error
 import urllib.request
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from bench_serve import free_port, stop_process, wait_ready
 
 
 def post(base: str, path: str, body: dict) -> tuple[int, float]:
@@ -80,17 +74,7 @@ def run_binary(keel: str, model: str, args) -> list[dict]:
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env={**os.environ, "KEEL_THREADS": str(args.model_threads)})
     try:
-        deadline = time.time() + 120
-        while True:
-            try:
-                with urllib.request.urlopen(base + "/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except (urllib.error.URLError, ConnectionError):
-                pass
-            if time.time() > deadline or proc.poll() is not None:
-                raise RuntimeError(f"{keel} serve did not come up")
-            time.sleep(0.2)
+        wait_ready(base, proc, keel)
         rows = []
         # Quiet: probes alone.
         stop, probes, bad = threading.Event(), [], []
@@ -130,11 +114,7 @@ def run_binary(keel: str, model: str, args) -> list[dict]:
                      "compilers": args.compilers, "schemas_each": args.schemas, "props": args.props})
         return rows
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_process(proc)
 
 
 def main() -> None:

@@ -54,6 +54,15 @@ def wait_ready(url: str, proc: subprocess.Popen, what: str) -> None:
     raise RuntimeError(f"{what} not ready in 300 s")
 
 
+def stop_process(proc: subprocess.Popen) -> None:
+    """SIGTERM (a keel serve drains), then SIGKILL after 60 s."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
 def start_keel(a, port: int, log) -> subprocess.Popen:
     return subprocess.Popen([a.keel, "serve", "--model", a.model, "--port", str(port), "--threads", str(a.threads),
                              "--kv-tokens", str(a.ctx), "--served-model-name", "smollm2"],
@@ -103,11 +112,7 @@ def bench_server(a, name: str, start) -> dict:
                     results[label] = json.load(open(f.name))
             return results
         finally:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stop_process(proc)
 
 
 def table(runs: dict) -> str:
