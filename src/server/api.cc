@@ -116,6 +116,19 @@ void Api::set_ready() { state_.store(State::kReady); }
 void Api::begin_drain() {
   state_.store(State::kDraining);
   compiles_.wait_idle();
+  std::unique_lock lock(handoff_mu_);
+  handoff_cv_.wait(lock, [&] { return n_handoffs_ == 0; });
+}
+
+std::shared_ptr<void> Api::handoff_token() {
+  {
+    std::lock_guard lock(handoff_mu_);
+    ++n_handoffs_;
+  }
+  return std::shared_ptr<void>(nullptr, [this](void*) {
+    std::lock_guard lock(handoff_mu_);
+    if (--n_handoffs_ == 0) handoff_cv_.notify_all();
+  });
 }
 
 void Api::count_response(std::string_view path, int status) {
@@ -216,10 +229,16 @@ void Api::handle_generation(ApiKind kind, http::HttpRequest&& req, const http::E
   if (!found.value().to_compile) return start_generation(std::move(a), std::move(found.value().factory), ex);
   // A grammar not compiled yet: its compile (up to max_compile_ms) would hold up every other connection
   // of this io thread, so it runs on a compile thread, and the request continues there.
-  bool posted = compiles_.try_post([this, a = std::move(a), spec = std::move(*found.value().to_compile), ex]() mutable {
+  // After the compile the request goes back to its connection's strand, where Generation's methods must
+  // run; a closed connection drops it there, before anything reaches the engine. The token counts it
+  // until then, for begin_drain.
+  bool posted = compiles_.try_post([this, a = std::move(a), spec = std::move(*found.value().to_compile), ex,
+                                    token = handoff_token()]() mutable {
     auto factory = structured_.compile(a.prepared.params.response_format, spec);
-    if (!factory.ok()) return respond_error(ex, factory.error());
-    start_generation(std::move(a), std::move(factory).value(), ex);
+    ex->dispatch([this, a = std::move(a), factory = std::move(factory), ex, token]() mutable {
+      if (!factory.ok()) return respond_error(ex, factory.error());
+      start_generation(std::move(a), std::move(factory).value(), ex);
+    });
   });
   if (!posted) {  // a full queue, as the scheduler's: 429 (a router retries it elsewhere, not a replica fault)
     return respond_error(ex, ApiError{.status = make_error(ErrorCode::kResourceExhausted,

@@ -9,9 +9,11 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -88,8 +90,11 @@ class Api {
     bool emit_token_ids = false;
     int64_t received_us = 0;
   };
-  // Submits to the engine and starts the answer; any thread.
+  // Submits to the engine and starts the answer; on the connection's strand (Generation's methods run
+  // there).
   void start_generation(Accepted&& a, StructuredOutput::FactoryPtr factory, const http::ExchangePtr& ex);
+  // Counts a request between its compile and its start on the strand while the token lives.
+  std::shared_ptr<void> handoff_token();
   void handle_models(const http::ExchangePtr& ex);
   void handle_health(const http::ExchangePtr& ex);
   void handle_metrics(const http::ExchangePtr& ex);
@@ -110,6 +115,9 @@ class Api {
   MetricsRegistry metrics_;
   GenerationMetrics gen_metrics_;
   StructuredOutput structured_;
+  std::mutex handoff_mu_;
+  std::condition_variable handoff_cv_;
+  int64_t n_handoffs_ = 0;  // requests compiled or compiling, not yet started on their strand
   WorkQueue compiles_;  // last: its threads stop before the members their jobs use go
 };
 

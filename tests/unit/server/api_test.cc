@@ -357,6 +357,23 @@ TEST_F(ApiCompileQueueTest, NewGrammarsWaitForACompileThreadAndNothingElseDoes) 
   EXPECT_NE(sub[3].constraint, nullptr);
 }
 
+TEST_F(ApiCompileQueueTest, AClientGoneDuringItsCompileNeverReachesTheEngine) {
+  Hold hold(*api_);
+  {
+    RawClient gone(server_->port());
+    ASSERT_TRUE(gone.send(schema_chat("new")));
+    wait_for_waiting_compiles(1);
+  }  // closed while its grammar waits
+  for (int i = 0; i < 5000 && server_->n_connections() > 0; ++i) std::this_thread::sleep_for(1ms);
+  ASSERT_EQ(server_->n_connections(), 0) << "the server did not see the client go";
+  hold.release();
+  api_->compile_queue().wait_idle();
+  EXPECT_EQ(call(test::post_json("/v1/completions", R"({"model":"test-model","prompt":"x"})")).status, 200);
+  auto sub = engine_.submitted();
+  ASSERT_EQ(sub.size(), 1u) << "the compiled request was submitted for nobody";
+  EXPECT_EQ(sub[0].constraint, nullptr);
+}
+
 TEST_F(ApiCompileQueueTest, DrainWaitsForCompilesSoTheirRequestsRun) {
   Hold hold(*api_);
   RawClient queued(server_->port());
