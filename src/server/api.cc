@@ -227,11 +227,10 @@ void Api::handle_generation(ApiKind kind, http::HttpRequest&& req, const http::E
              .emit_token_ids = wants_token_ids(req),
              .received_us = received_us};
   if (!found.value().to_compile) return start_generation(std::move(a), std::move(found.value().factory), ex);
-  // A grammar not compiled yet: its compile (up to max_compile_ms) would hold up every other connection
-  // of this io thread, so it runs on a compile thread, and the request continues there.
-  // After the compile the request goes back to its connection's strand, where Generation's methods must
-  // run; a closed connection drops it there, before anything reaches the engine. The token counts it
-  // until then, for begin_drain.
+  // A grammar not compiled yet compiles on a compile thread, where it holds up no other connection of
+  // this io thread (a compile may take up to max_compile_ms). Then the request goes back to its
+  // connection's strand, where Generation's methods run; a closed connection drops it there, before it
+  // reaches the engine. The token counts it until then, for begin_drain.
   bool posted = compiles_.try_post([this, a = std::move(a), spec = std::move(*found.value().to_compile), ex,
                                     token = handoff_token()]() mutable {
     auto factory = structured_.compile(a.prepared.params.response_format, spec);
