@@ -5,7 +5,8 @@ For each keel binary given: start `keel serve` (default model, CPU, one HTTP io 
 shares it), then
   1. quiet: probe requests (a /v1/completions with max_tokens=1, one at a time, one connection) alone;
   2. compiling: the same probes while --compilers clients each send --schemas large json_schema
-     requests, every schema new (so every one compiles).
+     requests, every schema new (so every one compiles). Their chat prompt was sent once before (no
+     schema), so their prefill is a cache hit and the probes wait for nothing but the compiles.
 It prints one JSON line per binary and phase: probe latency p50 / p99 / max (ms) and the compile
 requests' latency. The quiet phase is the limit the compiling phase is measured against.
 
@@ -75,6 +76,10 @@ def run_binary(keel: str, model: str, args) -> list[dict]:
                             env={**os.environ, "KEEL_THREADS": str(args.model_threads)})
     try:
         wait_ready(base, proc, keel)
+        # The schema requests' chat prompt, once without a schema: their prefill is then a cache hit, so
+        # what the probes wait for below is the compiles, not a prefill sharing their batch.
+        post(base, "/v1/chat/completions",
+             {"model": "smollm2", "messages": [{"role": "user", "content": "x"}], "max_tokens": 1})
         rows = []
         # Quiet: probes alone.
         stop, probes, bad = threading.Event(), [], []
