@@ -23,6 +23,10 @@ namespace {
 constexpr const char* kChatPath = "/v1/chat/completions";
 constexpr const char* kCompletionsPath = "/v1/completions";
 constexpr const char* kGeneratePath = "/generate";
+// A structured request whose body is larger looks its grammar up on a compile thread too: re-reading a
+// schema for its key order and hashing it take tens of ms at hundreds of KB, which would hold up the io
+// thread's other connections even when the grammar is cached.
+constexpr size_t kLookupOnIoThreadMaxBytes = 64 << 10;
 
 int64_t unix_now_s() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -219,21 +223,41 @@ void Api::handle_generation(ApiKind kind, http::HttpRequest&& req, const http::E
   if (!resumed.ok()) return respond_error(ex, resumed.error());
   auto prepared = prepare(kind, req.body);
   if (!prepared.ok()) return respond_error(ex, prepared.error());
-  auto found = structured_.lookup(prepared.value().params.response_format, req.body);
-  if (!found.ok()) return respond_error(ex, found.error());
   Accepted a{.kind = kind,
              .prepared = std::move(prepared).value(),
              .resumed = std::move(resumed).value(),
              .emit_token_ids = wants_token_ids(req),
              .received_us = received_us};
-  if (!found.value().to_compile) return start_generation(std::move(a), std::move(found.value().factory), ex);
+  std::optional<grammar::GrammarSpec> spec;  // to compile; unset with `body` set: to look up first
+  std::string body;
+  if (a.prepared.params.response_format.kind == openai::ResponseFormat::Kind::kText ||
+      req.body.size() <= kLookupOnIoThreadMaxBytes) {
+    auto found = structured_.lookup(a.prepared.params.response_format, req.body);
+    if (!found.ok()) return respond_error(ex, found.error());
+    if (!found.value().to_compile) return start_generation(std::move(a), std::move(found.value().factory), ex);
+    spec = std::move(found.value().to_compile);
+  } else {
+    body = std::move(req.body);
+  }
   // A grammar not compiled yet compiles on a compile thread, where it holds up no other connection of
   // this io thread (a compile may take up to max_compile_ms). Then the request goes back to its
   // connection's strand, where Generation's methods run; a closed connection drops it there, before it
   // reaches the engine. The token counts it until then, for begin_drain.
-  bool posted = compiles_.try_post([this, a = std::move(a), spec = std::move(*found.value().to_compile), ex,
+  bool posted = compiles_.try_post([this, a = std::move(a), spec = std::move(spec), body = std::move(body), ex,
                                     token = handoff_token()]() mutable {
-    auto factory = structured_.compile(a.prepared.params.response_format, spec);
+    const openai::ResponseFormat& format = a.prepared.params.response_format;
+    openai::ApiResult<StructuredOutput::FactoryPtr> factory = StructuredOutput::FactoryPtr();
+    if (!spec) {
+      auto found = structured_.lookup(format, body);
+      if (!found.ok()) {
+        factory = found.error();
+      } else if (found.value().to_compile) {
+        spec = std::move(found.value().to_compile);
+      } else {
+        factory = std::move(found.value().factory);
+      }
+    }
+    if (spec) factory = structured_.compile(format, *spec);
     ex->dispatch([this, a = std::move(a), factory = std::move(factory), ex, token]() mutable {
       if (!factory.ok()) return respond_error(ex, factory.error());
       start_generation(std::move(a), std::move(factory).value(), ex);

@@ -41,7 +41,7 @@ class ApiTest : public ::testing::Test {
       return Status();
     });
     server_ = std::make_unique<http::HttpServer>(
-        http::ServerConfig{.host = "127.0.0.1", .port = 0, .n_io_threads = 2, .max_body_bytes = 4096},
+        http::ServerConfig{.host = "127.0.0.1", .port = 0, .n_io_threads = 2, .max_body_bytes = max_body_bytes_},
         std::move(router), api_->hooks());
     ASSERT_TRUE(server_->start().ok());
     api_->set_ready();
@@ -68,6 +68,7 @@ class ApiTest : public ::testing::Test {
   }
 
   ApiConfig config_;  // subclasses set fields before SetUp
+  int64_t max_body_bytes_ = 4096;
   test::ByteTokenizer tok_;
   test::ReplayEngine engine_;
   std::unique_ptr<tokenizer::ChatTemplate> template_;
@@ -298,6 +299,7 @@ class ApiCompileQueueTest : public ApiTest {
   ApiCompileQueueTest() {
     config_.structured.compile_threads = 1;
     config_.structured.max_compiles_waiting = 1;
+    max_body_bytes_ = 1 << 20;
   }
   // Holds the compile thread until release() (or the end of the test).
   struct Hold {
@@ -317,10 +319,12 @@ class ApiCompileQueueTest : public ApiTest {
     std::atomic<bool> holding{false};
     std::atomic<bool> released{false};
   };
-  static std::string schema_chat(const std::string& property) {
+  // `description_bytes` pads the schema (a large body; 100 KB is past the io thread's lookup limit).
+  static std::string schema_chat(const std::string& property, size_t description_bytes = 0) {
     return test::post_json("/v1/chat/completions",
                            R"({"model":"test-model","messages":[{"role":"user","content":"x"}],"response_format":)"
                            R"({"type":"json_schema","json_schema":{"name":"s","schema":{"type":"object",)"
+                           R"("description":")" + std::string(description_bytes, 'd') + R"(",)"
                            R"("properties":{")" + property + R"(":{"type":"integer"}}}}}})");
   }
   void wait_for_waiting_compiles(size_t n) {
@@ -355,6 +359,31 @@ TEST_F(ApiCompileQueueTest, NewGrammarsWaitForACompileThreadAndNothingElseDoes) 
   auto sub = engine_.submitted();
   ASSERT_EQ(sub.size(), 4u);
   EXPECT_NE(sub[3].constraint, nullptr);
+}
+
+TEST_F(ApiCompileQueueTest, LargeBodiesAreLookedUpOnACompileThreadEvenWhenCached) {
+  auto first = call(schema_chat("big", 100'000));
+  ASSERT_EQ(first.status, 200) << first.body;
+  Hold hold(*api_);
+  RawClient cached(server_->port());
+  ASSERT_TRUE(cached.send(schema_chat("big", 100'000)));  // the same schema: cached, and still queued
+  wait_for_waiting_compiles(1);
+  EXPECT_EQ(call(schema_chat("small")).status, 429) << "the queue holds the large cached one";
+  EXPECT_FALSE(cached.read_response(100).has_value());
+  hold.release();
+  auto r = cached.read_response();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->status, 200) << r->body;
+  auto sub = engine_.submitted();
+  ASSERT_EQ(sub.size(), 2u);
+  EXPECT_NE(sub[1].constraint, nullptr);
+  // A bad schema in a large body is still a 400 naming it, from the compile thread.
+  auto bad = call(test::post_json(
+      "/v1/chat/completions",
+      R"({"model":"test-model","messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema",)"
+      R"("json_schema":{"name":"s","schema":{"description":")" + std::string(100'000, 'd') + R"(","not":{}}}}})"));
+  EXPECT_EQ(bad.status, 400) << bad.body;
+  EXPECT_EQ(json::parse(bad.body)["error"]["param"], "response_format.json_schema.schema");
 }
 
 TEST_F(ApiCompileQueueTest, AClientGoneDuringItsCompileNeverReachesTheEngine) {
