@@ -176,11 +176,11 @@ void register_serve(CLI::App& app) {
       ->check(CLI::Range(0, 1 << 20))
       ->capture_default_str();
   cmd->add_option("--grammar-threads", args->structured.compile_threads,
-                  "Structured output: threads compiling new grammars (off the HTTP io threads)")
+                  "Threads compiling new grammars and parsing request bodies over 64 KiB (off the HTTP io threads)")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
   cmd->add_option("--grammar-queue", args->structured.max_compiles_waiting,
-                  "Structured output: new grammars that may wait for a compile thread (beyond: 429)")
+                  "Requests that may wait for a compile thread (beyond: 429)")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
   cmd->callback([args] { set_exit_code(run_serve(*args)); });

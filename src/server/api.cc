@@ -23,10 +23,10 @@ namespace {
 constexpr const char* kChatPath = "/v1/chat/completions";
 constexpr const char* kCompletionsPath = "/v1/completions";
 constexpr const char* kGeneratePath = "/generate";
-// A structured request whose body is larger looks its grammar up on a compile thread too: re-reading a
-// schema for its key order and hashing it take tens of ms at hundreds of KB, which would hold up the io
-// thread's other connections even when the grammar is cached.
-constexpr size_t kLookupOnIoThreadMaxBytes = 64 << 10;
+// A generation request with a larger body is parsed, tokenized and has its grammar looked up on a
+// compile thread: tens of ms at hundreds of KB (a 600 KB schema, a 100k-token prompt), which would hold
+// up the io thread's other connections.
+constexpr size_t kIoThreadBodyMaxBytes = 64 << 10;
 
 int64_t unix_now_s() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -219,55 +219,63 @@ void Api::handle_generation(ApiKind kind, http::HttpRequest&& req, const http::E
                                                                  ct.empty() ? "(none)" : ct)));
   }
   if (auto e = check_serving()) return respond_error(ex, *e);
-  auto resumed = take_resume_tokens(req, req.body, tok_.n_vocab());
-  if (!resumed.ok()) return respond_error(ex, resumed.error());
-  auto prepared = prepare(kind, req.body);
-  if (!prepared.ok()) return respond_error(ex, prepared.error());
-  Accepted a{.kind = kind,
-             .prepared = std::move(prepared).value(),
-             .resumed = std::move(resumed).value(),
-             .emit_token_ids = wants_token_ids(req),
-             .received_us = received_us};
-  std::optional<grammar::GrammarSpec> spec;  // to compile; unset with `body` set: to look up first
-  std::string body;
-  if (a.prepared.params.response_format.kind == openai::ResponseFormat::Kind::kText ||
-      req.body.size() <= kLookupOnIoThreadMaxBytes) {
-    auto found = structured_.lookup(a.prepared.params.response_format, req.body);
-    if (!found.ok()) return respond_error(ex, found.error());
-    if (!found.value().to_compile) return start_generation(std::move(a), std::move(found.value().factory), ex);
-    spec = std::move(found.value().to_compile);
-  } else {
-    body = std::move(req.body);
+  if (req.body.size() > kIoThreadBodyMaxBytes) {
+    // Parsing, tokenizing and (for a schema) re-reading it in key order take tens of ms or more at
+    // this size: all of it runs on a compile thread, so the io thread's other connections do not wait.
+    return off_io_thread(ex, [this, kind, req = std::move(req), received_us]() mutable -> openai::ApiResult<Ready> {
+      auto a = accept(kind, req, received_us);
+      if (!a.ok()) return a.error();
+      auto found = structured_.lookup(a.value().prepared.params.response_format, req.body);
+      if (!found.ok()) return found.error();
+      if (!found.value().to_compile) return Ready{std::move(a).value(), std::move(found.value().factory)};
+      auto factory = structured_.compile(a.value().prepared.params.response_format, *found.value().to_compile);
+      if (!factory.ok()) return factory.error();
+      return Ready{std::move(a).value(), std::move(factory).value()};
+    });
   }
-  // A grammar not compiled yet compiles on a compile thread, where it holds up no other connection of
-  // this io thread (a compile may take up to max_compile_ms). Then the request goes back to its
-  // connection's strand, where Generation's methods run; a closed connection drops it there, before it
-  // reaches the engine. The token counts it until then, for begin_drain.
-  bool posted = compiles_.try_post([this, a = std::move(a), spec = std::move(spec), body = std::move(body), ex,
-                                    token = handoff_token()]() mutable {
-    const openai::ResponseFormat& format = a.prepared.params.response_format;
-    openai::ApiResult<StructuredOutput::FactoryPtr> factory = StructuredOutput::FactoryPtr();
-    if (!spec) {
-      auto found = structured_.lookup(format, body);
-      if (!found.ok()) {
-        factory = found.error();
-      } else if (found.value().to_compile) {
-        spec = std::move(found.value().to_compile);
-      } else {
-        factory = std::move(found.value().factory);
-      }
-    }
-    if (spec) factory = structured_.compile(format, *spec);
-    ex->dispatch([this, a = std::move(a), factory = std::move(factory), ex, token]() mutable {
-      if (!factory.ok()) return respond_error(ex, factory.error());
-      start_generation(std::move(a), std::move(factory).value(), ex);
+  auto a = accept(kind, req, received_us);
+  if (!a.ok()) return respond_error(ex, a.error());
+  auto found = structured_.lookup(a.value().prepared.params.response_format, req.body);
+  if (!found.ok()) return respond_error(ex, found.error());
+  if (!found.value().to_compile) return start_generation(std::move(a).value(), std::move(found.value().factory), ex);
+  // A grammar not compiled yet: its compile may take up to max_compile_ms.
+  off_io_thread(ex, [this, a = std::move(a).value(),
+                     spec = std::move(*found.value().to_compile)]() mutable -> openai::ApiResult<Ready> {
+    auto factory = structured_.compile(a.prepared.params.response_format, spec);
+    if (!factory.ok()) return factory.error();
+    return Ready{std::move(a), std::move(factory).value()};
+  });
+}
+
+openai::ApiResult<Api::Accepted> Api::accept(ApiKind kind, http::HttpRequest& req, int64_t received_us) const {
+  auto resumed = take_resume_tokens(req, req.body, tok_.n_vocab());
+  if (!resumed.ok()) return resumed.error();
+  auto prepared = prepare(kind, req.body);
+  if (!prepared.ok()) return prepared.error();
+  return Accepted{.kind = kind,
+                  .prepared = std::move(prepared).value(),
+                  .resumed = std::move(resumed).value(),
+                  .emit_token_ids = wants_token_ids(req),
+                  .received_us = received_us};
+}
+
+void Api::off_io_thread(const http::ExchangePtr& ex, std::function<openai::ApiResult<Ready>()> work) {
+  // The work runs on a compile thread, where it holds up no other connection of this io thread. Then
+  // the request goes back to its connection's strand, where Generation's methods run; a closed
+  // connection drops it there, before it reaches the engine. The token counts it until then, for
+  // begin_drain.
+  bool posted = compiles_.try_post([this, work = std::move(work), ex, token = handoff_token()] {
+    auto ready = work();
+    ex->dispatch([this, ready = std::move(ready), ex, token]() mutable {
+      if (!ready.ok()) return respond_error(ex, ready.error());
+      start_generation(std::move(ready.value().accepted), std::move(ready.value().factory), ex);
     });
   });
   if (!posted) {  // a full queue, as the scheduler's: 429 (a router retries it elsewhere, not a replica fault)
-    return respond_error(ex, ApiError{.status = make_error(ErrorCode::kResourceExhausted,
-                                                           "{} new grammars already wait to be compiled; retry later",
-                                                           compiles_.waiting()),
-                                      .retry_after_s = config_.retry_after_s});
+    respond_error(ex, ApiError{.status = make_error(ErrorCode::kResourceExhausted,
+                                                    "{} requests already wait for a compile thread; retry later",
+                                                    compiles_.waiting()),
+                               .retry_after_s = config_.retry_after_s});
   }
 }
 

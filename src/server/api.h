@@ -90,6 +90,16 @@ class Api {
     bool emit_token_ids = false;
     int64_t received_us = 0;
   };
+  // Resume tokens, parse, model check and tokenization: a request ready for its grammar lookup.
+  openai::ApiResult<Accepted> accept(ApiKind kind, http::HttpRequest& req, int64_t received_us) const;
+  // A request and its constraint (null for free text), ready to start.
+  struct Ready {
+    Accepted accepted;
+    StructuredOutput::FactoryPtr factory;
+  };
+  // Runs `work` on a compile thread, then starts what it made ready (or answers its error) on the
+  // connection's strand; 429 when the compile queue is full.
+  void off_io_thread(const http::ExchangePtr& ex, std::function<openai::ApiResult<Ready>()> work);
   // Submits to the engine and starts the answer; on the connection's strand (Generation's methods run
   // there).
   void start_generation(Accepted&& a, StructuredOutput::FactoryPtr factory, const http::ExchangePtr& ex);

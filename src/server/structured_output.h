@@ -31,7 +31,8 @@ struct StructuredOutputConfig {
   // runs of at most max_whitespace of [ \t\n\r] (a model can never loop on whitespace either way).
   grammar::WhitespacePolicy whitespace = grammar::WhitespacePolicy::kCompact;
   int max_whitespace = 16;
-  // keel serve's compile threads, and the compiles that may wait for one (beyond: 429, Retry-After).
+  // keel serve's compile threads (new grammars; generation bodies over 64 KiB are parsed there too), and
+  // the requests that may wait for one (beyond: 429, Retry-After).
   int compile_threads = 2;
   size_t max_compiles_waiting = 64;
 

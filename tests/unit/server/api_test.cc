@@ -386,6 +386,25 @@ TEST_F(ApiCompileQueueTest, LargeBodiesAreLookedUpOnACompileThreadEvenWhenCached
   EXPECT_EQ(json::parse(bad.body)["error"]["param"], "response_format.json_schema.schema");
 }
 
+TEST_F(ApiCompileQueueTest, LargeBodiesAreParsedAndTokenizedOnACompileThread) {
+  Hold hold(*api_);
+  RawClient big(server_->port());
+  const std::string prompt(100'000, 'w');  // 100k tokens of the byte tokenizer: over the context
+  ASSERT_TRUE(big.send(
+      test::post_json("/v1/completions", R"({"model":"test-model","prompt":")" + prompt + R"(","max_tokens":1})")));
+  wait_for_waiting_compiles(1);
+  EXPECT_EQ(call(test::post_json("/v1/completions", R"({"model":"test-model","prompt":"x"})")).status, 200);
+  EXPECT_FALSE(big.read_response(100).has_value()) << "parsed on the io thread";
+  hold.release();
+  auto r = big.read_response();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->status, 400) << r->body;
+  json e = json::parse(r->body);
+  EXPECT_EQ(e["error"]["param"], "prompt");
+  EXPECT_NE(e["error"]["message"].get<std::string>().find("more than the context"), std::string::npos) << r->body;
+  EXPECT_EQ(engine_.submitted().size(), 1u);
+}
+
 TEST_F(ApiCompileQueueTest, AClientGoneDuringItsCompileNeverReachesTheEngine) {
   Hold hold(*api_);
   {
