@@ -327,6 +327,15 @@ class ApiCompileQueueTest : public ApiTest {
                            R"("description":")" + std::string(description_bytes, 'd') + R"(",)"
                            R"("properties":{")" + property + R"(":{"type":"integer"}}}}}})");
   }
+  // The waiting client is answered 200, and the engine's latest (n-th) request carries its grammar.
+  void expect_answered_under_a_grammar(RawClient& client, size_t n_submitted) {
+    auto r = client.read_response();
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->status, 200) << r->body;
+    auto sub = engine_.submitted();
+    ASSERT_EQ(sub.size(), n_submitted);
+    EXPECT_NE(sub.back().constraint, nullptr);
+  }
   void wait_for_waiting_compiles(size_t n) {
     for (int i = 0; i < 5000 && api_->compile_queue().waiting() != n; ++i) std::this_thread::sleep_for(1ms);
     ASSERT_EQ(api_->compile_queue().waiting(), n);
@@ -353,12 +362,7 @@ TEST_F(ApiCompileQueueTest, NewGrammarsWaitForACompileThreadAndNothingElseDoes) 
   EXPECT_EQ(engine_.submitted().size(), 3u);
 
   hold.release();
-  auto r = queued.read_response();
-  ASSERT_TRUE(r.has_value());
-  EXPECT_EQ(r->status, 200) << r->body;
-  auto sub = engine_.submitted();
-  ASSERT_EQ(sub.size(), 4u);
-  EXPECT_NE(sub[3].constraint, nullptr);
+  expect_answered_under_a_grammar(queued, 4);
 }
 
 TEST_F(ApiCompileQueueTest, LargeBodiesAreLookedUpOnACompileThreadEvenWhenCached) {
@@ -371,12 +375,7 @@ TEST_F(ApiCompileQueueTest, LargeBodiesAreLookedUpOnACompileThreadEvenWhenCached
   EXPECT_EQ(call(schema_chat("small")).status, 429) << "the queue holds the large cached one";
   EXPECT_FALSE(cached.read_response(100).has_value());
   hold.release();
-  auto r = cached.read_response();
-  ASSERT_TRUE(r.has_value());
-  EXPECT_EQ(r->status, 200) << r->body;
-  auto sub = engine_.submitted();
-  ASSERT_EQ(sub.size(), 2u);
-  EXPECT_NE(sub[1].constraint, nullptr);
+  expect_answered_under_a_grammar(cached, 2);
   // A bad schema in a large body is still a 400 naming it, from the compile thread.
   auto bad = call(test::post_json(
       "/v1/chat/completions",
