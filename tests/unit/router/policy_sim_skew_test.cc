@@ -230,9 +230,9 @@ SimResult simulate(Router router, const Workload& w, uint64_t seed, const CacheA
       in_flight.push_back(n);
       int64_t work = 0;
       bool queued = false;
-      auto add = [&](const Job& j) {
+      auto add = [&, group = g](const Job& j) {  // clang before 16 cannot capture a structured binding
         work += j.cost;
-        queued = queued || j.group == g;
+        queued = queued || j.group == group;
       };
       std::for_each(queue[r].begin(), queue[r].end(), add);
       std::for_each(running[r].begin(), running[r].end(), add);
