@@ -119,7 +119,8 @@ void Api::set_flush_cache(std::function<Status()> flush) { flush_cache_ = std::m
 void Api::set_ready() { state_.store(State::kReady); }
 void Api::begin_drain() {
   state_.store(State::kDraining);
-  compiles_.wait_idle();
+  // Every job off_io_thread posts holds a token until its request has started on its strand (or was
+  // dropped there), so no token left means no compile waiting or running either.
   std::unique_lock lock(handoff_mu_);
   handoff_cv_.wait(lock, [&] { return n_handoffs_ == 0; });
 }
@@ -225,10 +226,7 @@ void Api::handle_generation(ApiKind kind, http::HttpRequest&& req, const http::E
     return off_io_thread(ex, [this, kind, req = std::move(req), received_us]() mutable -> openai::ApiResult<Ready> {
       auto a = accept(kind, req, received_us);
       if (!a.ok()) return a.error();
-      auto found = structured_.lookup(a.value().prepared.params.response_format, req.body);
-      if (!found.ok()) return found.error();
-      if (!found.value().to_compile) return Ready{std::move(a).value(), std::move(found.value().factory)};
-      auto factory = structured_.compile(a.value().prepared.params.response_format, *found.value().to_compile);
+      auto factory = structured_.constraint_for(a.value().prepared.params.response_format, req.body);
       if (!factory.ok()) return factory.error();
       return Ready{std::move(a).value(), std::move(factory).value()};
     });

@@ -1,10 +1,11 @@
 // keel's HTTP API: the OpenAI endpoints (/v1/chat/completions, /v1/completions, /v1/models), native
 // /generate, /health, /metrics and /flush_cache (an admin call), wired to an sched::Engine, a tokenizer and the
-// model's chat template. Handlers run on the HTTP io threads, except a new grammar's compile and what
-// follows it, which run on the Api's compile threads (structured output); the engine's sinks hop onto
-// each connection's strand (server/generation.h). Shutdown, from the controlling thread:
+// model's chat template. Handlers run on the HTTP io threads, except a new grammar's compile and the
+// parse of a body over 64 KiB, which run on the Api's compile threads before the request goes back to
+// its connection's strand to start; the engine's sinks hop onto each connection's strand
+// (server/generation.h). Shutdown, from the controlling thread:
 //   api.begin_drain(); engine.drain(); server.stop();
-// (begin_drain waits for compiles in progress, so the requests they belong to reach the engine first.)
+// (begin_drain waits for requests on the compile threads, so they reach the engine first.)
 // The engine, tokenizer and template must outlive the HttpServer the routes are added to.
 #pragma once
 
