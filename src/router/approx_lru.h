@@ -5,9 +5,13 @@
 // side of every longer key it starts: evicting from the least recent end then removes a prompt's tail
 // before its head, and the set stays prefix-closed (PrefixIndex::match binary-searches it) whatever
 // number of keys one eviction removes. The bulk eviction this replaced sorted every entry's tick and
-// stalled the router for tens of ms at its 2^20-entry default (Session 14). Not thread-safe.
+// stalled the router for tens of ms at its 2^20-entry default (Session 14). The node pool is reserved
+// up front (address space only: pages are touched as nodes are used) and eviction runs as keys come in,
+// so the pool never passes the bound plus one and never reallocates: copying 2^20 nodes on a growth
+// took 8 ms under the index's exclusive lock. Not thread-safe.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -19,13 +23,19 @@ namespace keel::router {
 class ApproxLru {
  public:
   explicit ApproxLru(int64_t max_entries) : max_(max_entries < 1 ? 1 : static_cast<size_t>(max_entries)) {}
+  // A bound above this reserves this many nodes and grows past it as a vector does.
+  static constexpr size_t kMaxReserve = size_t{1} << 24;
 
   size_t size() const { return index_.size(); }
+  size_t pool_nodes() const { return nodes_.size(); }  // nodes ever made: in use or free (for tests)
   bool contains(uint64_t key) const { return index_.contains(key); }
 
   // The router sent a prompt with these prefix keys (shortest first): they become the most recent,
-  // and the least recent keys beyond the bound go.
+  // and the least recent keys beyond the bound go. A key evicted while the prompt comes in is the least
+  // recent at that moment, so the keys that go are those a pass after the whole prompt would take: the
+  // oldest others first, then (a prompt longer than the bound) the prompt's own longest keys.
   void touch(std::span<const uint64_t> keys) {
+    if (nodes_.capacity() == 0) nodes_.reserve(std::min(max_ + 1, kMaxReserve));
     for (size_t i = keys.size(); i-- > 0;) {
       const uint64_t key = keys[i];
       uint32_t n = 0;
@@ -36,12 +46,7 @@ class ApproxLru {
         index_.set(key, n);
       }
       push_recent(n);
-    }
-    while (index_.size() > max_) {
-      const uint32_t n = oldest_;
-      unlink(n);
-      index_.erase(nodes_[n].key);
-      free_.push_back(n);
+      if (index_.size() > max_) evict_oldest();
     }
   }
 
@@ -68,6 +73,12 @@ class ApproxLru {
     }
     nodes_.push_back(Node{key, kNone, kNone});
     return static_cast<uint32_t>(nodes_.size() - 1);
+  }
+  void evict_oldest() {
+    const uint32_t n = oldest_;
+    unlink(n);
+    index_.erase(nodes_[n].key);
+    free_.push_back(n);
   }
   void unlink(uint32_t n) {
     Node& x = nodes_[n];

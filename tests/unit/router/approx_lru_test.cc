@@ -56,6 +56,9 @@ TEST(ApproxLru, MatchesTheModelAndStaysPrefixClosed) {
       model.touch(keys);
       seen.push_back(std::move(keys));
       ASSERT_LE(lru.size(), max);
+      // Eviction keeps pace with the keys coming in, so the node pool never reallocates past its
+      // reserve (prompts here are longer than the smaller bounds).
+      ASSERT_LE(lru.pool_nodes(), max + 1);
       if (i % 100 != 0) continue;
       ASSERT_EQ(lru.keys_oldest_first(), model.keys()) << "max " << max << " step " << i;
       // Every prompt routed so far keeps a prefix of its keys: held keys never follow a missing one.

@@ -3,6 +3,7 @@
 // backward-shift erase are all exercised.
 #include "router/flat_key_map.h"
 
+#include <cstdio>
 #include <random>
 #include <unordered_map>
 #include <vector>
@@ -81,6 +82,92 @@ TEST(FlatKeyMap, MatchesUnorderedMapOverRandomOperations) {
     }
     expect_same(flat, ref, universe);
   }
+}
+
+// A growth drains the old table over the following writes (kMoveSlots slots each). Every operation
+// while both tables are live is checked against the reference: lookups that must fall through to the
+// old table, overwrites and erases of keys still there (they must not come back, nor count twice),
+// erases of keys already moved, fresh inserts, and a clear() in the middle of a drain.
+TEST(FlatKeyMap, OperationsWhileAGrowthDrainsMatchUnorderedMap) {
+  for (int kind = 0; kind < 4; ++kind) {
+    std::mt19937_64 rng(99 + static_cast<uint64_t>(kind));
+    std::vector<uint64_t> universe;
+    for (int i = 0; i < 20'000; ++i) {
+      switch (kind) {
+        case 0: universe.push_back(rng()); break;
+        case 1: universe.push_back(static_cast<uint64_t>(i)); break;
+        case 2: universe.push_back(static_cast<uint64_t>(i) << 40); break;
+        default: universe.push_back((rng() & 0x3FFFF) | (uint64_t{7} << 32));
+      }
+    }
+    FlatKeyMap<uint64_t> flat;
+    std::unordered_map<uint64_t, uint64_t> ref;
+    int growths = 0, ops_while_growing = 0, cleared_while_growing = 0;
+    for (int op = 0; op < 120'000; ++op) {
+      const bool was_growing = flat.growing();
+      const uint64_t k = universe[rng() % universe.size()];
+      const uint64_t v = rng();
+      const unsigned what = rng() % 16;
+      if (what < 9) {
+        flat.set(k, v);
+        ref[k] = v;
+      } else if (what < 14) {
+        flat.erase(k);
+        ref.erase(k);
+      } else if (what == 14 && was_growing && growths == 7 && cleared_while_growing == 0) {  // in the 7th drain
+        flat.clear();
+        ref.clear();
+        ++cleared_while_growing;
+      } else {
+        ASSERT_EQ(flat.contains(k), ref.contains(k)) << "kind " << kind << " op " << op;
+      }
+      growths += !was_growing && flat.growing();
+      if (was_growing || flat.growing()) {
+        ++ops_while_growing;
+        // While both tables hold keys, check a sample after every operation (the whole set would
+        // make the test quadratic).
+        ASSERT_EQ(flat.size(), ref.size()) << "kind " << kind << " op " << op;
+        for (int j = 0; j < 8; ++j) {
+          const uint64_t q = universe[rng() % universe.size()];
+          uint64_t got = 0;
+          ASSERT_EQ(flat.find(q, got), ref.contains(q)) << "kind " << kind << " op " << op << " key " << q;
+          if (ref.contains(q)) {
+            ASSERT_EQ(got, ref.at(q)) << "kind " << kind << " op " << op;
+          }
+        }
+      }
+      if (op % 20'000 == 0) expect_same(flat, ref, universe);
+    }
+    expect_same(flat, ref, universe);
+    // The sets reach ~12,000 keys: growths up to 32,768 slots, each drained over (slots / 32) writes.
+    EXPECT_GE(growths, 8) << kind;
+    EXPECT_GE(ops_while_growing, 500) << kind;
+    EXPECT_EQ(cleared_while_growing, 1) << kind;
+    std::printf("kind %d: %d growths, %d operations while growing, %d clears\n", kind, growths, ops_while_growing,
+                cleared_while_growing);
+  }
+}
+
+TEST(FlatKeyMap, AGrowthDrainsWithinTheWritesBeforeTheNextOne) {
+  FlatKeyMap<uint32_t> flat;
+  std::mt19937_64 rng(5);
+  size_t capacity = 0;
+  int incremental = 0;
+  for (uint32_t i = 0; i < 300'000; ++i) {
+    const bool was_growing = flat.growing();
+    flat.set(rng() | 1, i);
+    if (flat.capacity() != capacity) {
+      // The previous growth was drained by the writes since, not all at once by this one.
+      ASSERT_FALSE(was_growing) << i;
+      // A table of more than kMoveSlots slots drains over later writes.
+      ASSERT_EQ(flat.growing(), capacity > FlatKeyMap<uint32_t>::kMoveSlots) << i;
+      incremental += flat.growing();
+      capacity = flat.capacity();
+    }
+    ASSERT_LE(flat.size() * 2, flat.capacity()) << i;
+  }
+  EXPECT_EQ(flat.size(), 300'000u);
+  EXPECT_EQ(incremental, 14);  // 64 -> 128 ... 2^19 -> 2^20
 }
 
 TEST(FlatKeyMap, EraseKeepsTheRestOfAProbeRunReachable) {
