@@ -216,6 +216,9 @@ void register_router(CLI::App& app) {
   cmd->add_option("--char-block-bytes", a->router.char_block_bytes, "Prefix key block without a tokenizer")->capture_default_str();
   cmd->add_flag("!--no-resume", a->router.resume_streams, "Do not resume streams whose replica died");
   cmd->add_flag("!--no-cache-events", a->router.cache_events, "Only the approximate index (no /v1/cache/events)");
+  cmd->add_option("--max-approx-entries", a->router.max_approx_entries,
+                  "Prefix keys the approximate index keeps per replica (about 40 bytes each when full)")
+      ->capture_default_str();
   cmd->add_flag("!--no-access-log", a->router.access_log, "No access log lines");
   cmd->callback([a] { set_exit_code(run_router(*a)); });
 }

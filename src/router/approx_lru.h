@@ -6,9 +6,11 @@
 // before its head, and the set stays prefix-closed (PrefixIndex::match binary-searches it) whatever
 // number of keys one eviction removes. The bulk eviction this replaced sorted every entry's tick and
 // stalled the router for tens of ms at its 2^20-entry default (Session 14). The node pool is reserved
-// up front (address space only: pages are touched as nodes are used) and eviction runs as keys come in,
-// so the pool never passes the bound plus one and never reallocates: copying 2^20 nodes on a growth
-// took 8 ms under the index's exclusive lock. Not thread-safe.
+// up front (address space only: pages are touched as nodes are used) and a new key evicts the oldest
+// when the set is full, so neither the pool nor the key map ever passes the bound: copying 2^20 nodes
+// on a growth took 8 ms under the index's exclusive lock, and one key over 2^20 doubled the map to
+// 2^22 slots. At the default bound a full set takes about 40 MB (24 MB of map, 16 MB of nodes).
+// Not thread-safe.
 #pragma once
 
 #include <algorithm>
@@ -27,7 +29,8 @@ class ApproxLru {
   static constexpr size_t kMaxReserve = size_t{1} << 24;
 
   size_t size() const { return index_.size(); }
-  size_t pool_nodes() const { return nodes_.size(); }  // nodes ever made: in use or free (for tests)
+  size_t pool_nodes() const { return nodes_.size(); }      // nodes ever made: in use or free (for tests)
+  size_t map_capacity() const { return index_.capacity(); }  // slots of the key map (for tests)
   bool contains(uint64_t key) const { return index_.contains(key); }
 
   // The router sent a prompt with these prefix keys (shortest first): they become the most recent,
@@ -35,18 +38,18 @@ class ApproxLru {
   // recent at that moment, so the keys that go are those a pass after the whole prompt would take: the
   // oldest others first, then (a prompt longer than the bound) the prompt's own longest keys.
   void touch(std::span<const uint64_t> keys) {
-    if (nodes_.capacity() == 0) nodes_.reserve(std::min(max_ + 1, kMaxReserve));
+    if (nodes_.capacity() == 0) nodes_.reserve(std::min(max_, kMaxReserve));
     for (size_t i = keys.size(); i-- > 0;) {
       const uint64_t key = keys[i];
       uint32_t n = 0;
       if (index_.find(key, n)) {
         unlink(n);
       } else {
+        if (index_.size() >= max_) evict_oldest();
         n = new_node(key);
         index_.set(key, n);
       }
       push_recent(n);
-      if (index_.size() > max_) evict_oldest();
     }
   }
 

@@ -465,8 +465,10 @@ def test_a_bad_busy_poll_is_a_cli_error(keel_bin, replicas, value):
 
 @pytest.mark.parametrize("flag,value,message", [("--upstream-pool", "-1", "idle connections"),
                                                 ("--upstream-pool-idle-ms", "0", "idle limit"),
-                                                ("--upstream-pool", "many", "upstream-pool")])
-def test_a_bad_upstream_pool_is_a_cli_error(keel_bin, replicas, flag, value, message):
+                                                ("--upstream-pool", "many", "upstream-pool"),
+                                                ("--max-approx-entries", "0", "max-approx-entries"),
+                                                ("--max-approx-entries", str(2**30 + 1), "max-approx-entries")])
+def test_a_bad_pool_or_index_bound_is_a_cli_error(keel_bin, replicas, flag, value, message):
     proc = subprocess.run([keel_bin, "router", "--port", "0", "--workers", replicas[0][0], flag, value],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2, proc.stderr

@@ -56,9 +56,9 @@ TEST(ApproxLru, MatchesTheModelAndStaysPrefixClosed) {
       model.touch(keys);
       seen.push_back(std::move(keys));
       ASSERT_LE(lru.size(), max);
-      // Eviction keeps pace with the keys coming in, so the node pool never reallocates past its
-      // reserve (prompts here are longer than the smaller bounds).
-      ASSERT_LE(lru.pool_nodes(), max + 1);
+      // Eviction keeps pace with the keys coming in, so the node pool never passes the bound nor
+      // reallocates past its reserve (prompts here are longer than the smaller bounds).
+      ASSERT_LE(lru.pool_nodes(), max);
       if (i % 100 != 0) continue;
       ASSERT_EQ(lru.keys_oldest_first(), model.keys()) << "max " << max << " step " << i;
       // Every prompt routed so far keeps a prefix of its keys: held keys never follow a missing one.
@@ -74,6 +74,20 @@ TEST(ApproxLru, MatchesTheModelAndStaysPrefixClosed) {
       }
     }
   }
+}
+
+// A full set of a power-of-two bound fills its key map to exactly half: one key over the bound would
+// double the map (at the 2^20 default, 24 MB more per replica).
+TEST(ApproxLru, AFullSetNeverPassesItsBound) {
+  std::mt19937 rng(3);
+  ApproxLru lru(256);
+  for (int i = 0; i < 2000; ++i) {
+    lru.touch(random_prompt(rng));
+    ASSERT_LE(lru.size(), 256u);
+    ASSERT_LE(lru.pool_nodes(), 256u);
+  }
+  EXPECT_EQ(lru.size(), 256u);
+  EXPECT_EQ(lru.map_capacity(), 512u);
 }
 
 TEST(ApproxLru, RetouchingAPromptKeepsItAndEvictsTheOthersTailsFirst) {
