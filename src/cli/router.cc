@@ -61,30 +61,36 @@ Result<std::pair<std::string, router::ReplicaLabels>> parse_worker(const std::st
   return std::pair{spec.substr(0, at), labels};
 }
 
-// Token ids the way keel serve builds them (same parser, template and tokenizer code).
+// The head of the token ids keel serve would build (same parser, template and tokenizer code): the
+// first max_tokens of them, without encoding the rest of a long prompt (server/prompt.h).
 router::PromptTokenizer make_tokenizer(std::shared_ptr<tokenizer::Tokenizer> tok,
-                                       std::shared_ptr<std::optional<tokenizer::ChatTemplate>> tmpl) {
-  return [tok, tmpl](std::string_view path, std::string_view body) -> std::optional<std::vector<int32_t>> {
+                                       std::shared_ptr<std::optional<tokenizer::ChatTemplate>> tmpl,
+                                       int64_t max_tokens) {
+  const auto max = static_cast<size_t>(max_tokens);
+  return [tok, tmpl, max](std::string_view path, std::string_view body) -> std::optional<std::vector<int32_t>> {
     server::openai::ParseLimits limits;
     limits.n_vocab = tok->n_vocab();
+    auto head = [max](const std::vector<int32_t>& ids) {
+      return std::vector<int32_t>(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(std::min(ids.size(), max)));
+    };
     if (path == "/v1/chat/completions") {
       auto req = server::openai::parse_chat_request(body, limits);
       if (!req.ok() || !tmpl->has_value()) return std::nullopt;
-      auto ids = server::chat_prompt_tokens(*tok, &tmpl->value(), req.value().messages);
-      if (!ids.ok()) return std::nullopt;
-      return std::move(ids).value();
+      auto text = server::chat_prompt_text(*tok, &tmpl->value(), req.value().messages);
+      if (!text.ok()) return std::nullopt;
+      return server::leading_prompt_tokens(*tok, text.value(), server::kChatEncode, max);
     }
     if (path == "/v1/completions") {
       auto req = server::openai::parse_completion_request(body, limits);
       if (!req.ok()) return std::nullopt;
-      if (req.value().prompt_is_ids) return req.value().prompt_ids;
-      return server::text_prompt_tokens(*tok, req.value().prompt_text);
+      if (req.value().prompt_is_ids) return head(req.value().prompt_ids);
+      return server::leading_prompt_tokens(*tok, req.value().prompt_text, server::kTextEncode, max);
     }
     if (path == "/generate") {
       auto req = server::parse_native_request(body, limits);
       if (!req.ok()) return std::nullopt;
-      if (req.value().has_ids) return req.value().input_ids;
-      return server::text_prompt_tokens(*tok, req.value().text);
+      if (req.value().has_ids) return head(req.value().input_ids);
+      return server::leading_prompt_tokens(*tok, req.value().text, server::kTextEncode, max);
     }
     return std::nullopt;
   };
@@ -116,7 +122,8 @@ int run_router(RouterArgs a) {
     auto tmpl = load_chat_template(**tok);
     if (!tmpl.ok()) return fail(2, tmpl.status());
     tokenize = make_tokenizer(std::shared_ptr<tokenizer::Tokenizer>(std::move(tok).value()),
-                              std::make_shared<std::optional<tokenizer::ChatTemplate>>(std::move(tmpl).value()));
+                              std::make_shared<std::optional<tokenizer::ChatTemplate>>(std::move(tmpl).value()),
+                              a.router.max_prefix_tokens);
   }
   router::RouterService svc(a.router, std::move(policy).value(), std::move(tenants), std::move(tokenize));
   if (Status st = svc.open_decision_log(); !st.ok()) return fail(2, st);
@@ -216,6 +223,13 @@ void register_router(CLI::App& app) {
   cmd->add_option("--char-block-bytes", a->router.char_block_bytes, "Prefix key block without a tokenizer")->capture_default_str();
   cmd->add_flag("!--no-resume", a->router.resume_streams, "Do not resume streams whose replica died");
   cmd->add_flag("!--no-cache-events", a->router.cache_events, "Only the approximate index (no /v1/cache/events)");
+  cmd->add_option("--body-threads", a->router.body_threads, "Threads that prepare request bodies over 64 KiB")
+      ->capture_default_str();
+  cmd->add_option("--body-queue", a->router.body_queue, "Large bodies waiting for those threads before 429")
+      ->capture_default_str();
+  cmd->add_option("--max-prefix-tokens", a->router.max_prefix_tokens,
+                  "Prefix keys come from a prompt's first N tokens (N x 4 bytes without --model)")
+      ->capture_default_str();
   cmd->add_option("--max-approx-entries", a->router.max_approx_entries,
                   "Prefix keys the approximate index keeps per replica (about 40 bytes each when full)")
       ->capture_default_str();

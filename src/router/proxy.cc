@@ -92,8 +92,44 @@ void ProxyRequest::run() {
   std::lock_guard lock(mu_);
   if (finished_) return;
   if (svc_.stopping()) return fail_before_start(503, "the router is shutting down");
-  if (!admit() || !parse_body()) return;
+  if (!admit()) return;
+  if (req_.body.size() > kIoThreadBodyMaxBytes) {
+    if (svc_.body_work().try_post([self = shared_from_this()] { self->prepare_off_io_thread(); })) {
+      svc_.n_large_bodies().fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    svc_.n_large_bodies_refused().fetch_add(1, std::memory_order_relaxed);
+    finished_ = true;
+    auto r = error_response(429, "too many large request bodies are waiting to be prepared; retry shortly");
+    r.headers.emplace_back("Retry-After", "1");
+    r.headers.emplace_back("X-Request-Id", request_id_);
+    ex_->respond(std::move(r));
+    log_access(429);
+    return;
+  }
+  if (!parse_body()) return;
   compute_keys();
+  start_attempts();
+}
+
+void ProxyRequest::prepare_off_io_thread() {
+  {
+    std::lock_guard lock(mu_);
+    if (finished_) return;  // the client left while the body waited
+    if (!parse_body()) return;
+    compute_keys();
+  }
+  // The upstream call starts on the connection's io thread, as for a small body (its pool and its
+  // handlers belong to that thread's context).
+  ex_->dispatch([self = shared_from_this()] {
+    std::lock_guard lock(self->mu_);
+    if (self->finished_) return;
+    if (self->svc_.stopping()) return self->fail_before_start(503, "the router is shutting down");
+    self->start_attempts();
+  });
+}
+
+void ProxyRequest::start_attempts() {
   svc_.retry_budget().on_request();
   attempt(false);
 }
@@ -275,6 +311,8 @@ void ProxyRequest::release_replica(bool ok) {
   replica_->in_flight.fetch_sub(1, std::memory_order_relaxed);
   replica_->work.fetch_sub(work_, std::memory_order_relaxed);
   work_ = 0;
+  replica_->routed_slots_done.fetch_add(routed_slots_, std::memory_order_relaxed);
+  routed_slots_ = 0;
   svc_.peer_feed().on_done(*replica_);
   if (group_counted_) {
     svc_.remove_group(group_);

@@ -32,6 +32,11 @@ uint64_t random_u64();
 std::string error_body(std::string_view message, std::string_view type, int code);
 server::http::HttpResponse error_response(int status, std::string_view message);
 
+// A request body larger than this is scanned, parsed and tokenized on a body thread
+// (RouterService::body_work), not on the io thread that received it: a 7.5 MB chat prompt held the io
+// thread, and every other connection on it, for 231 ms (docs/router.md, "Long prompts").
+inline constexpr size_t kIoThreadBodyMaxBytes = 64 << 10;
+
 class ProxyRequest : public std::enable_shared_from_this<ProxyRequest> {
  public:
   ProxyRequest(RouterService& svc, ProxyKind kind, server::http::HttpRequest&& req, server::http::ExchangePtr ex);
@@ -39,6 +44,9 @@ class ProxyRequest : public std::enable_shared_from_this<ProxyRequest> {
 
  private:
   bool admit();
+  // On a body thread: parse_body and compute_keys, then back to the connection's io thread to start.
+  void prepare_off_io_thread();
+  void start_attempts();  // under mu_, on the connection's io thread
   bool parse_body();
   void compute_keys();
   void compute_prefix_keys();
@@ -78,6 +86,7 @@ class ProxyRequest : public std::enable_shared_from_this<ProxyRequest> {
   uint64_t attempt_n_ = 0;  // callbacks of older attempts are ignored
   ReplicaPtr replica_;
   int64_t work_ = 0;  // this attempt's cost, counted in replica_->work until release_replica
+  int64_t routed_slots_ = 0;  // this attempt's estimated new KV slots, added to routed_slots_done at release
   bool has_group_ = false;      // the prompt has keys: group_ is its group (policy.h, kGroupTokens)
   uint64_t group_ = 0;
   size_t group_index_ = 0;      // group_'s position in keys_ (announced prompts are matched there)

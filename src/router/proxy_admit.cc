@@ -100,10 +100,13 @@ void ProxyRequest::compute_keys() {
   has_group_ = true;
 }
 
+// Keys of the prompt's head only (RouterConfig::max_prefix_tokens; the tokenizer stops there too).
 void ProxyRequest::compute_prefix_keys() {
   if (kind_ == ProxyKind::kModels || !svc_.policy().uses_prefix()) return;
+  const auto max_tokens = static_cast<size_t>(svc_.config().max_prefix_tokens);
   if (fields_.prompt_is_ids) {
-    keys_ = std::make_shared<const std::vector<uint64_t>>(token_prefix_hashes(fields_.prompt_ids));
+    auto ids = std::span<const int32_t>(fields_.prompt_ids);
+    keys_ = std::make_shared<const std::vector<uint64_t>>(token_prefix_hashes(ids.first(std::min(ids.size(), max_tokens))));
     return;
   }
   if (const auto& tok = svc_.tokenizer()) {
@@ -112,8 +115,9 @@ void ProxyRequest::compute_prefix_keys() {
       return;
     }
   }
-  keys_ = std::make_shared<const std::vector<uint64_t>>(
-      char_prefix_hashes(fields_.prompt_text, svc_.config().char_block_bytes));
+  const std::string_view text = fields_.prompt_text;
+  keys_ = std::make_shared<const std::vector<uint64_t>>(char_prefix_hashes(
+      text.substr(0, std::min(text.size(), max_tokens * static_cast<size_t>(kBytesPerToken))), svc_.config().char_block_bytes));
   slots_per_key_ = std::max(1, svc_.config().char_block_bytes / kBytesPerToken);
 }
 
@@ -213,8 +217,8 @@ ReplicaPtr ProxyRequest::choose() {
   if (prefix) {
     const int64_t matched = views[static_cast<size_t>(pick.index)].match;
     // Until the next poll reports it, the free cache the next decisions see is less what this prompt adds.
-    chosen->routed_slots.fetch_add((static_cast<int64_t>(keys_->size()) - matched) * slots_per_key_,
-                                   std::memory_order_relaxed);
+    routed_slots_ = (static_cast<int64_t>(keys_->size()) - matched) * slots_per_key_;
+    chosen->routed_slots.fetch_add(routed_slots_, std::memory_order_relaxed);  // done in release_replica
     chosen->cache_hit_keys.add(matched);
     chosen->prompt_keys.add(static_cast<int64_t>(keys_->size()));
     if (!held[static_cast<size_t>(pick.index)].exact_live) svc_.index().record_routed(chosen->id, *keys_);

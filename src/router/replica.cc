@@ -59,10 +59,10 @@ void Replica::set_reported(int64_t queued_now, int64_t running_now, int64_t ours
                         std::memory_order_relaxed);
 }
 
-void Replica::set_kv(int64_t used, int64_t total, int64_t routed_at_send) {
+void Replica::set_kv(int64_t used, int64_t total, int64_t done_at_send) {
   kv_used.store(used, std::memory_order_relaxed);
   kv_total.store(total, std::memory_order_relaxed);
-  routed_slots_polled.store(routed_at_send, std::memory_order_relaxed);
+  routed_slots_polled.store(done_at_send, std::memory_order_relaxed);
 }
 
 int64_t Replica::free_cache(int64_t fallback_entries) const {

@@ -82,10 +82,15 @@ class Replica {
   std::atomic<int64_t> running{-1};
   std::atomic<int64_t> kv_used{-1};
   std::atomic<int64_t> kv_total{-1};
-  // KV slots the router's requests may have added here (estimated from their uncached prefix keys),
-  // counted up at routing, and that count when the last completed poll was sent: what was routed in
-  // between is not in kv_used yet, so free_cache() takes it off (a poll lags like the load does).
+  // KV slots the router's requests may have added here (estimated from their uncached prefix keys):
+  // counted up at routing (routed_slots) and again when the request finished here, answered or failed
+  // (routed_slots_done); routed_slots_polled is routed_slots_done when the last completed poll was
+  // sent. free_cache() takes off what was routed but not finished before that poll went out: only a
+  // finished request is surely in the replica's report (keel serve's gauge can lag a running one, and
+  // counting a poll sent mid-request as covering it made the next decision forget the request's
+  // prefill: sequential new prefixes all went to one replica, Session 18).
   std::atomic<int64_t> routed_slots{0};
+  std::atomic<int64_t> routed_slots_done{0};
   std::atomic<int64_t> routed_slots_polled{0};
 
   // Counters for /metrics.
@@ -113,8 +118,8 @@ class Replica {
   // Records a polled report; `ours` = the router's in-flight count there while the poll was out,
   // `peers` = the peers' (peer_in_flight) alike.
   void set_reported(int64_t queued_now, int64_t running_now, int64_t ours, int64_t peers = 0);
-  // Records a polled KV report; `routed_at_send` = routed_slots when that poll was sent.
-  void set_kv(int64_t used, int64_t total, int64_t routed_at_send);
+  // Records a polled KV report; `done_at_send` = routed_slots_done when that poll was sent.
+  void set_kv(int64_t used, int64_t total, int64_t done_at_send);
   // Free KV slots if reported (less what the router sent here since that report), else minus
   // `fallback_entries`.
   int64_t free_cache(int64_t fallback_entries) const;

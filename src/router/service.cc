@@ -34,6 +34,13 @@ Status RouterConfig::validate() const {
     return make_error(ErrorCode::kInvalidArgument, "breaker threshold and open time must be >= 1");
   }
   if (char_block_bytes < 1) return make_error(ErrorCode::kInvalidArgument, "char-block-bytes must be >= 1");
+  if (max_prefix_tokens < 1 || max_prefix_tokens > (int64_t{1} << 24)) {
+    return make_error(ErrorCode::kInvalidArgument, "max-prefix-tokens must be in [1, 2^24]");
+  }
+  if (body_threads < 1 || body_threads > 64) return make_error(ErrorCode::kInvalidArgument, "body-threads must be in [1, 64]");
+  if (body_queue < 0 || body_queue > 1'000'000) {
+    return make_error(ErrorCode::kInvalidArgument, "body-queue must be in [0, 1000000]");
+  }
   if (max_approx_entries < 1 || max_approx_entries > (int64_t{1} << 30)) {
     return make_error(ErrorCode::kInvalidArgument, "max-approx-entries must be in [1, 2^30]");
   }
@@ -88,6 +95,7 @@ RouterService::RouterService(RouterConfig config, std::unique_ptr<Policy> policy
   if (config_.access_log) access_log_ = std::make_unique<AccessLog>(stderr);
   decision_s_ = &metrics_.histogram("keel_router_decision_seconds", "Time to choose a replica.",
                                     {1e-6, 2e-6, 5e-6, 1e-5, 2e-5, 5e-5, 1e-4, 2e-4, 5e-4, 1e-3, 1e-2});
+  body_work_ = std::make_unique<WorkQueue>("router-body", config_.body_threads, static_cast<size_t>(config_.body_queue));
 }
 
 RouterService::~RouterService() { stop(); }
@@ -155,6 +163,7 @@ void RouterService::peer_heartbeat() {
 
 void RouterService::stop() {
   stopping_.store(true);
+  body_work_->stop();  // the waiting bodies are prepared; their requests then see stopping()
   peer_feed_.close();
   upstream_.stop();
   for (const auto& l : peer_links_) l->stop();  // no thread runs their io_context now
@@ -216,7 +225,7 @@ void RouterService::poll_load(const ReplicaPtr& r) {
                       },
                   .on_done =
                       [r, body, ours_at_send = r->in_flight.load(), peers_at_send = r->peer_in_flight.load(),
-                       routed_at_send = r->routed_slots.load()](UpstreamFailure f, const std::string&) {
+                       done_at_send = r->routed_slots_done.load()](UpstreamFailure f, const std::string&) {
                         if (f != UpstreamFailure::kNone) return;
                         // The replica counted at some moment while the poll was out: compare with the
                         // larger of our counts at both ends, so our own requests are never counted twice.
@@ -225,7 +234,7 @@ void RouterService::poll_load(const ReplicaPtr& r) {
                                         std::max(ours_at_send, r->in_flight.load()),
                                         std::max(peers_at_send, r->peer_in_flight.load()));
                         r->set_kv(prom_gauge(*body, "keel_kv_slots_used"), prom_gauge(*body, "keel_kv_slots_total"),
-                                  routed_at_send);
+                                  done_at_send);
                       }});
 }
 
@@ -286,6 +295,13 @@ std::string RouterService::render_replica_metrics() {
   family("keel_router_handler_exceptions_total", "counter",
          "Handlers that threw out of an io thread's loop (each a bug; the thread ran on, one exchange lost).");
   out += fmt::format("keel_router_handler_exceptions_total {}\n", server::http::handler_exceptions());
+  family("keel_router_large_bodies_total", "counter",
+         "Requests whose body was prepared off the io thread (over 64 KiB), and those refused with 429 "
+         "because --body-queue of them already waited.");
+  out += fmt::format("keel_router_large_bodies_total{{outcome=\"prepared\"}} {}\n", n_large_bodies_.load());
+  out += fmt::format("keel_router_large_bodies_total{{outcome=\"refused\"}} {}\n", n_large_bodies_refused_.load());
+  family("keel_router_large_bodies_waiting", "gauge", "Large request bodies waiting for a body thread.");
+  out += fmt::format("keel_router_large_bodies_waiting {}\n", body_work_->waiting());
   family("keel_router_upstream_pooled", "gauge", "Idle kept-alive connections to replicas in the pool.");
   out += fmt::format("keel_router_upstream_pooled {}\n", upstream_.n_idle());
   auto list = replicas_.snapshot();

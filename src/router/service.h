@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "base/work_queue.h"
 #include "router/access_log.h"
 #include "router/decision_log.h"
 #include "router/peer_feed.h"
@@ -56,6 +57,15 @@ struct RouterConfig {
   bool cache_events = true;              // subscribe to replicas' /v1/cache/events (needs a tokenizer)
   int32_t char_block_bytes = 64;         // prefix key granularity without a tokenizer
   int64_t max_approx_entries = 1 << 20;  // per replica
+  // Prefix keys come from a prompt's first this many tokens (or this many x 4 bytes without a
+  // tokenizer): routing needs its head only, and a long prompt's whole encoding took the io thread
+  // 196 ms at 7.5 MB (docs/router.md, "Long prompts").
+  int64_t max_prefix_tokens = 32768;
+  // A request body over kIoThreadBodyMaxBytes (proxy.h) is scanned, parsed and tokenized on one of
+  // body_threads threads, not on the io thread that received it (whose other connections would wait);
+  // past body_queue waiting there, such a request gets 429 with Retry-After.
+  int32_t body_threads = 2;
+  int64_t body_queue = 64;
   std::string admin_key;                 // required as Bearer on /admin/* when set
   std::string state_file;                // replica set saved here on every admin change (state_file.h)
   std::string region_header = "X-Keel-Region";
@@ -123,6 +133,11 @@ class RouterService {
   AccessLog* access_log() { return access_log_.get(); }
   Status open_decision_log() { return decision_log_.open(config_.decision_log); }
   bool stopping() const { return stopping_.load(); }
+  // Where large request bodies are prepared (RouterConfig::body_threads), and how many went there or
+  // were refused (queue full).
+  WorkQueue& body_work() { return *body_work_; }
+  std::atomic<int64_t>& n_large_bodies() { return n_large_bodies_; }
+  std::atomic<int64_t>& n_large_bodies_refused() { return n_large_bodies_refused_; }
   uint64_t next_request_number() { return next_request_.fetch_add(1, std::memory_order_relaxed); }
   server::Histogram& decision_seconds() { return *decision_s_; }
   // Peer sync (peer_view.h, peer_feed.h): the peers' figures and this instance's own feed.
@@ -212,6 +227,10 @@ class RouterService {
   std::atomic<bool> stopping_{false};
   std::atomic<bool> started_{false};
   std::atomic<uint64_t> next_request_{1};
+  std::atomic<int64_t> n_large_bodies_{0};
+  std::atomic<int64_t> n_large_bodies_refused_{0};
+  // Last: destroyed (its jobs run and its threads joined) before the members its jobs use.
+  std::unique_ptr<WorkQueue> body_work_;
   friend class AdminApi;
   friend void register_admin_routes(RouterService& svc, server::http::Router& router);
 };

@@ -15,9 +15,9 @@ std::string special_text(const tokenizer::Tokenizer& tok, int32_t id) {
 
 }  // namespace
 
-openai::ApiResult<std::vector<int32_t>> chat_prompt_tokens(const tokenizer::Tokenizer& tok,
-                                                           const tokenizer::ChatTemplate* chat_template,
-                                                           const std::vector<openai::ChatMessage>& messages) {
+openai::ApiResult<std::string> chat_prompt_text(const tokenizer::Tokenizer& tok,
+                                                const tokenizer::ChatTemplate* chat_template,
+                                                const std::vector<openai::ChatMessage>& messages) {
   if (chat_template == nullptr) {
     return openai::ApiError{
         .status = Status(ErrorCode::kUnsupported, "this model has no chat template; use /v1/completions"),
@@ -40,11 +40,39 @@ openai::ApiResult<std::vector<int32_t>> chat_prompt_tokens(const tokenizer::Toke
     return openai::ApiError{.status = Status(ErrorCode::kInvalidArgument, text.status().message()),
                             .param = "messages"};
   }
-  return tok.encode(*text, tokenizer::EncodeOptions{.add_special = false, .parse_special = true});
+  return std::move(text).value();
+}
+
+openai::ApiResult<std::vector<int32_t>> chat_prompt_tokens(const tokenizer::Tokenizer& tok,
+                                                           const tokenizer::ChatTemplate* chat_template,
+                                                           const std::vector<openai::ChatMessage>& messages) {
+  auto text = chat_prompt_text(tok, chat_template, messages);
+  if (!text.ok()) return text.error();
+  return tok.encode(text.value(), kChatEncode);
+}
+
+std::vector<int32_t> leading_prompt_tokens(const tokenizer::Tokenizer& tok, std::string_view text,
+                                           const tokenizer::EncodeOptions& opts, size_t max_tokens) {
+  const size_t budget = max_tokens * kLeadBytesPerToken + kCutSlackBytes;
+  if (text.size() <= budget) {
+    auto ids = tok.encode(text, opts);
+    if (ids.size() > max_tokens) ids.resize(max_tokens);
+    return ids;
+  }
+  size_t cut = budget;  // on a character's first byte
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  auto ids = tok.encode(text.substr(0, cut), opts);
+  size_t dropped = 0;
+  while (!ids.empty() && dropped < kCutSlackBytes) {
+    dropped += tok.token_bytes(ids.back()).size();
+    ids.pop_back();
+  }
+  if (ids.size() > max_tokens) ids.resize(max_tokens);
+  return ids;
 }
 
 std::vector<int32_t> text_prompt_tokens(const tokenizer::Tokenizer& tok, std::string_view text) {
-  return tok.encode(text, tokenizer::EncodeOptions{.add_special = true, .parse_special = true});
+  return tok.encode(text, kTextEncode);
 }
 
 }  // namespace keel::server

@@ -467,6 +467,9 @@ def test_a_bad_busy_poll_is_a_cli_error(keel_bin, replicas, value):
                                                 ("--upstream-pool-idle-ms", "0", "idle limit"),
                                                 ("--upstream-pool", "many", "upstream-pool"),
                                                 ("--max-approx-entries", "0", "max-approx-entries"),
+                                                ("--max-prefix-tokens", "0", "max-prefix-tokens"),
+                                                ("--body-threads", "0", "body-threads"),
+                                                ("--body-queue", "-1", "body-queue"),
                                                 ("--max-approx-entries", str(2**30 + 1), "max-approx-entries")])
 def test_a_bad_pool_or_index_bound_is_a_cli_error(keel_bin, replicas, flag, value, message):
     proc = subprocess.run([keel_bin, "router", "--port", "0", "--workers", replicas[0][0], flag, value],

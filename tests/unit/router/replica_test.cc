@@ -22,15 +22,33 @@ TEST(Replica, FreeCacheFallsBackToMinusIndexEntriesUntilPolled) {
 // replica would still look as free as before and win every tie (all three prefixes on one replica).
 TEST(Replica, FreeCacheTakesOffWhatWasRoutedSinceThePollWasSent) {
   Replica r = make_replica();
-  r.set_kv(100, 1000, r.routed_slots.load());
-  r.routed_slots.fetch_add(120);
+  r.set_kv(100, 1000, r.routed_slots_done.load());
+  r.routed_slots.fetch_add(120);  // a prompt is routed here
   EXPECT_EQ(r.free_cache(0), 780);
-  const int64_t at_send = r.routed_slots.load();  // a poll goes out now ...
-  r.routed_slots.fetch_add(50);                    // ... another prompt is routed while it is out ...
-  r.set_kv(220, 1000, at_send);                    // ... and the report includes the first prompt only
+  r.routed_slots_done.fetch_add(120);  // ... and finishes
+  const int64_t at_send = r.routed_slots_done.load();  // a poll goes out now ...
+  r.routed_slots.fetch_add(50);                         // ... another prompt is routed while it is out ...
+  r.set_kv(220, 1000, at_send);                         // ... and the report includes the first prompt only
   EXPECT_EQ(r.free_cache(0), 730);
-  r.set_kv(270, 1000, r.routed_slots.load());
+  r.routed_slots_done.fetch_add(50);
+  r.set_kv(270, 1000, r.routed_slots_done.load());
   EXPECT_EQ(r.free_cache(0), 730);
+}
+
+// A poll sent while a request runs may come back without its prefill (keel serve's gauge lags a
+// running request): the request still counts until a poll sent after it finished. Counting the routed
+// slots as covered by that poll made the next decision see the replica as free as before, and
+// sequential new prefixes all went to one replica (test_router.py's layouts, Session 18).
+TEST(Replica, AFinishedRequestIsCoveredOnlyByAPollSentAfterIt) {
+  Replica r = make_replica();
+  r.set_kv(100, 1000, r.routed_slots_done.load());
+  r.routed_slots.fetch_add(120);                      // routed, running
+  r.set_kv(100, 1000, r.routed_slots_done.load());    // a poll sent mid-request reports the old figure
+  EXPECT_EQ(r.free_cache(0), 780);                    // the request still counts
+  r.routed_slots_done.fetch_add(120);                 // it finishes
+  EXPECT_EQ(r.free_cache(0), 780);                    // still, until a poll sent from now on returns
+  r.set_kv(220, 1000, r.routed_slots_done.load());
+  EXPECT_EQ(r.free_cache(0), 780);
 }
 
 TEST(Replica, LoadAddsOnlyTrafficTheRouterDidNotSendPersistingTwoPolls) {
