@@ -134,16 +134,23 @@ SYSTEMS = [f"You are assistant number {i}. " + " ".join(f"Rule {i}.{k}: answer a
            for i, topic in enumerate(["astronomy", "cooking", "sailing"])]
 
 
-@pytest.fixture(scope="module")
-def replicas(keel_bin, model_path):
-    ports = [free_port() for _ in range(3)]
+def started_replicas(keel_bin: str, model_path: str, n: int):
+    """n fresh replicas for a module fixture: yields (urls, procs), stops them after."""
+    ports = [free_port() for _ in range(n)]
     procs = [start_replica(keel_bin, model_path, p) for p in ports]
     urls = [f"http://127.0.0.1:{p}" for p in ports]
-    for url, proc in zip(urls, procs):
-        wait_healthy(url, proc)
-    yield urls, procs
-    for p in procs:
-        stop(p)
+    try:
+        for url, proc in zip(urls, procs):
+            wait_healthy(url, proc)
+        yield urls, procs
+    finally:
+        for p in procs:
+            stop(p)
+
+
+@pytest.fixture(scope="module")
+def replicas(keel_bin, model_path):
+    yield from started_replicas(keel_bin, model_path, 3)
 
 
 @pytest.fixture(scope="module")

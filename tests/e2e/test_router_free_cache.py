@@ -3,19 +3,13 @@ against its replica until a load poll sent after it finished reports it (keel se
 running request). Three fresh replicas of their own, so their caches start in a known state."""
 import pytest
 
-from test_router import SYSTEMS, chat, client_for, free_port, http, start_replica, start_router, stop, wait_healthy
+from test_router import SYSTEMS, chat, client_for, http, start_router, started_replicas, stop
 
 
 @pytest.fixture(scope="module")
 def three_fresh_replicas(keel_bin, model_path):
-    ports = [free_port() for _ in range(3)]
-    procs = [start_replica(keel_bin, model_path, p) for p in ports]
-    urls = [f"http://127.0.0.1:{p}" for p in ports]
-    for url, proc in zip(urls, procs):
-        wait_healthy(url, proc)
-    yield urls
-    for p in procs:
-        stop(p)
+    for urls, _ in started_replicas(keel_bin, model_path, 3):
+        yield urls
 
 
 def test_sequential_new_prefixes_spread_over_the_freest_replicas(keel_bin, model_path, three_fresh_replicas):

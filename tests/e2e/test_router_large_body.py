@@ -5,19 +5,13 @@ import json
 
 import pytest
 
-from test_router import SYSTEMS, chat, client_for, free_port, http, start_replica, start_router, stop, wait_healthy
+from test_router import SYSTEMS, chat, client_for, http, start_router, started_replicas, stop
 
 
 @pytest.fixture(scope="module")
 def two_replicas(keel_bin, model_path):
-    ports = [free_port() for _ in range(2)]
-    procs = [start_replica(keel_bin, model_path, p) for p in ports]
-    urls = [f"http://127.0.0.1:{p}" for p in ports]
-    for url, proc in zip(urls, procs):
-        wait_healthy(url, proc)
-    yield urls
-    for p in procs:
-        stop(p)
+    for urls, _ in started_replicas(keel_bin, model_path, 2):
+        yield urls
 
 
 def padded_chat(base: str, system: str, user: str, pad_bytes: int) -> tuple[int, dict, str]:
