@@ -99,13 +99,7 @@ void ProxyRequest::run() {
       return;
     }
     svc_.n_large_bodies_refused().fetch_add(1, std::memory_order_relaxed);
-    finished_ = true;
-    auto r = error_response(429, "too many large request bodies are waiting to be prepared; retry shortly");
-    r.headers.emplace_back("Retry-After", "1");
-    r.headers.emplace_back("X-Request-Id", request_id_);
-    ex_->respond(std::move(r));
-    log_access(429);
-    return;
+    return fail_before_start(429, "too many large request bodies are waiting to be prepared; retry shortly", 1);
   }
   if (!parse_body()) return;
   compute_keys();
@@ -329,9 +323,10 @@ void ProxyRequest::release_replica(bool ok) {
   attempt_start_us_ = 0;
 }
 
-void ProxyRequest::fail_before_start(int status, const std::string& message) {
+void ProxyRequest::fail_before_start(int status, const std::string& message, int64_t retry_after_s) {
   finished_ = true;
   auto r = error_response(status, message);
+  if (retry_after_s > 0) r.headers.emplace_back("Retry-After", std::to_string(retry_after_s));
   r.headers.emplace_back("X-Request-Id", request_id_);
   ex_->respond(std::move(r));
   log_access(status);

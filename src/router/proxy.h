@@ -57,7 +57,9 @@ class ProxyRequest : public std::enable_shared_from_this<ProxyRequest> {
   void on_done(uint64_t n, UpstreamFailure failure, const std::string& message);
   void on_event(const SseEvent& ev);
   void retry_later(const std::string& why);
-  void fail_before_start(int status, const std::string& message);
+  // Answers status (an OpenAI-style error) before any replica was tried; retry_after_s > 0 adds
+  // Retry-After (429s: a tenant's rate limit, a full body queue).
+  void fail_before_start(int status, const std::string& message, int64_t retry_after_s = 0);
   void end_stream_with_error(const std::string& message);
   void release_replica(bool ok);
   void log_access(int status);

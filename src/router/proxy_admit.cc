@@ -49,12 +49,7 @@ bool ProxyRequest::admit() {
   if (region_.empty()) region_ = entry->tenant->region;
   if (entry->bucket) {
     if (int64_t wait_s = entry->bucket->try_take(now_us()); wait_s > 0) {
-      auto r = error_response(429, fmt::format("rate limit of tenant '{}' exceeded; retry in {} s", tenant_, wait_s));
-      r.headers.emplace_back("Retry-After", std::to_string(wait_s));
-      r.headers.emplace_back("X-Request-Id", request_id_);
-      finished_ = true;
-      ex_->respond(std::move(r));
-      log_access(429);
+      fail_before_start(429, fmt::format("rate limit of tenant '{}' exceeded; retry in {} s", tenant_, wait_s), wait_s);
       return false;
     }
   }
