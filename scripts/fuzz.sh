@@ -99,6 +99,19 @@ seeds_http_server_fuzz() {
   printf '\x00POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n' >"$1/chunked"
 }
 
+# A KV body of 2 tokens for the fuzzer's identity (first byte 0), an export request (1), a source URL (2).
+seeds_kv_wire_fuzz() {
+  python3 - "$1" <<'PY'
+import json, struct, sys
+h = json.dumps({"model": "0123456789abcdef", "backend": "cpu", "kv_dtype": "f32", "n_layers": 2,
+                "n_kv_heads": 1, "head_dim": 2, "n_vocab": 100, "n_tokens": 2}).encode()
+body = b"KEELKV01" + struct.pack("<I", len(h)) + h + struct.pack("<2i", 5, 7) + struct.pack("<16f", *range(16))
+open(sys.argv[1] + "/kv", "wb").write(b"\x00" + body)
+open(sys.argv[1] + "/request", "wb").write(b'\x01{"tokens":[1,2,99],"max_tokens":4}')
+open(sys.argv[1] + "/origin", "wb").write(b"\x02http://[::1]:8080/")
+PY
+}
+
 # Bodies as clients send them, one per kind (first byte 0 chat, 1 completion, 2 native): parts, ids, escapes.
 seeds_router_body_fuzz() {
   printf '\x00{"model":"m","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":[{"type":"text","text":"Hi \\u00e9\\ud83d\\ude00"}]}],"stream":true,"n":1,"seed":7}' >"$1/chat"

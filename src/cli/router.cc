@@ -183,6 +183,7 @@ void register_router(CLI::App& app) {
   cmd->add_option("--balance-abs-work", a->router.cache_aware.balance_abs_work, "Tokens a work-rule pick may finish later than the earliest allowed one")->capture_default_str();
   cmd->add_option("--group-affinity", a->router.cache_aware.group_affinity, "A prompt group with fewer requests than this in flight goes to its best match whatever the count bound (0 = off)")->capture_default_str();
   cmd->add_option("--spill-factor", a->router.cache_aware.spill_factor, "Equal-match set and cost spills: a holder over the count bound spills only when its work ahead exceeds this x (the spill's extra prefill + the target's work ahead); 0 = the count bound with --balance-idle-cap, --balance-work-slack and --group-affinity")->capture_default_str();
+  cmd->add_option("--kv-pull-cost", a->router.cache_aware.kv_pull_cost, "Cost of a KV-pulled prompt token as a share of a prefilled one, in spill decisions (0 = decisions ignore pulls; --kv-pull-min-tokens)")->capture_default_str();
   cmd->add_option("--equal-match-tokens", a->router.cache_aware.equal_match_tokens, "Holders whose uncached tokens are within this many of the best are equal (--spill-factor)")->capture_default_str();
   cmd->add_option("--equal-match-ratio", a->router.cache_aware.equal_match_ratio, "... or within this share of the prompt, if more (--spill-factor)")->capture_default_str();
   cmd->add_option("--spill-slack", a->router.cache_aware.spill_slack, "Most requests a holder may queue over the count cap instead of spilling (--spill-factor)")->capture_default_str();
@@ -229,6 +230,9 @@ void register_router(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--max-prefix-tokens", a->router.max_prefix_tokens,
                   "Prefix keys come from a prompt's first N tokens (N x 4 bytes without --model)")
+      ->capture_default_str();
+  cmd->add_option("--kv-pull-min-tokens", a->router.kv_pull_min_tokens,
+                  "Name a replica holding at least N more prompt tokens as the KV source of a request (0 = off)")
       ->capture_default_str();
   cmd->add_option("--max-approx-entries", a->router.max_approx_entries,
                   "Prefix keys the approximate index keeps per replica (about 40 bytes each when full)")

@@ -15,6 +15,7 @@
 #include "cli/commands.h"
 #include "cli/model_files.h"
 #include "cli/stop_signals.h"
+#include "model/fingerprint.h"
 #include "model/model.h"
 #include "sched/threaded_engine.h"
 #include "server/api.h"
@@ -39,6 +40,7 @@ struct ServeArgs {
   std::string grammar_whitespace = "compact";
   server::StructuredOutputConfig structured;
   std::string admin_key;
+  server::ApiConfig kv;  // its kv_* fields only (the rest is filled in run_serve)
 };
 
 // cuda without --kv-tokens: the KV pool takes mem_fraction of the device memory still free after the
@@ -88,6 +90,10 @@ int run_serve(ServeArgs a) {
   api_config.max_context_tokens = static_cast<int32_t>((*engine)->context_tokens());
   api_config.structured = a.structured;
   api_config.admin_key = a.admin_key;
+  api_config.kv_max_tokens = a.kv.kv_max_tokens;
+  api_config.kv_threads = a.kv.kv_threads;
+  api_config.kv_queue = a.kv.kv_queue;
+  api_config.kv_timeout_ms = a.kv.kv_timeout_ms;
   if (Status st = api_config.validate(); !st.ok()) return fail(2, st);
   api_config.structured.whitespace =
       a.grammar_whitespace == "flexible" ? grammar::WhitespacePolicy::kBounded : grammar::WhitespacePolicy::kCompact;
@@ -96,6 +102,22 @@ int run_serve(ServeArgs a) {
   server::PendingAnnouncingEngine announcing(**engine, cache_events);  // "prefill started" on the feed
   server::Api api(api_config, announcing, **tok, tmpl->has_value() ? &tmpl->value() : nullptr);
   api.set_flush_cache([&] { return (*engine)->flush_cache(); });
+  if (api_config.kv_max_tokens > 0) {
+    auto fingerprint = model::model_fingerprint(a.model, a.load_format == "dummy");
+    if (!fingerprint.ok()) return fail(2, fingerprint.status());
+    const model::ModelConfig& mc = (*loaded)->config();
+    api.set_kv_transfer({.identity = {.model = *fingerprint,
+                                      .backend = a.device,
+                                      .kv_dtype = std::string(tensor::dtype_name((*loaded)->backend().activation_dtype())),
+                                      .n_layers = mc.n_layers,
+                                      .n_kv_heads = mc.n_kv_heads,
+                                      .head_dim = mc.head_dim,
+                                      .n_vocab = mc.vocab_size},
+                         .export_prefix = [&](std::span<const int32_t> t, int64_t max) {
+                           return (*engine)->export_prefix(t, max);
+                         },
+                         .import_prefix = [&](const sched::KvPrefix& p) { return (*engine)->import_prefix(p); }});
+  }
   server::http::Router router;
   api.add_routes(router);
   cache_events.add_routes(router);
@@ -131,6 +153,12 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--admin-key", args->admin_key,
                   "Bearer key POST /flush_cache needs (without one: loopback clients only)")
       ->envname("KEEL_ADMIN_KEY");
+  cmd->add_option("--kv-max-tokens", args->kv.kv_max_tokens,
+                  "KV pulls: most prompt tokens one export or pull moves (0 = off; docs/router.md)")
+      ->capture_default_str();
+  cmd->add_option("--kv-threads", args->kv.kv_threads, "KV pulls: threads that pull and export")->capture_default_str();
+  cmd->add_option("--kv-queue", args->kv.kv_queue, "KV pulls: jobs that may wait for a KV thread")->capture_default_str();
+  cmd->add_option("--kv-timeout-ms", args->kv.kv_timeout_ms, "KV pulls: one pull's deadline")->capture_default_str();
   cmd->add_option("--max-body-bytes", args->http.max_body_bytes, "Largest request body (413 above)")->capture_default_str();
   cmd->add_option("-t,--threads", args->n_threads, "CPU threads for the model (default: KEEL_THREADS or all cores)")
       ->check(CLI::Range(0, 1024));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 
 namespace keel::router {
 
@@ -47,6 +48,9 @@ Status CacheAwareConfig::validate() const {
   if (!(burst_rate_factor >= 0.0 && burst_rate_factor <= 1e3)) {
     return make_error(ErrorCode::kInvalidArgument, "burst-rate-factor must be in [0, 1000], got {}", burst_rate_factor);
   }
+  if (!(kv_pull_cost >= 0.0 && kv_pull_cost <= 1.0)) {
+    return make_error(ErrorCode::kInvalidArgument, "kv-pull-cost must be in [0, 1], got {}", kv_pull_cost);
+  }
   if (instances < 1 || instances > 64 || instance < 0 || instance >= instances) {
     return make_error(ErrorCode::kInvalidArgument, "instance must be i/n with 0 <= i < n <= 64, got {}/{}", instance,
                       instances);
@@ -81,6 +85,13 @@ Status CacheAwareConfig::set_instance(std::string_view text) {
 int64_t CacheAwareConfig::cost(int64_t n_keys, int64_t match, int64_t tokens_per_key) const {
   const int64_t uncached = n_keys - std::clamp<int64_t>(match, 0, n_keys);
   return uncached * std::max<int64_t>(tokens_per_key, 1) + work_request_tokens;
+}
+
+int64_t CacheAwareConfig::cost_with_pull(int64_t n_keys, int64_t match, int64_t pull_match,
+                                         int64_t tokens_per_key) const {
+  if (kv_pull_cost <= 0 || pull_match <= match) return cost(n_keys, match, tokens_per_key);
+  const int64_t pulled = (std::min(pull_match, n_keys) - std::max<int64_t>(match, 0)) * std::max<int64_t>(tokens_per_key, 1);
+  return cost(n_keys, pull_match, tokens_per_key) + static_cast<int64_t>(std::ceil(kv_pull_cost * static_cast<double>(pulled)));
 }
 
 Result<std::unique_ptr<Policy>> make_policy(std::string_view name, const CacheAwareConfig& cache_aware) {

@@ -23,6 +23,7 @@ struct CandidateView {
   int64_t match = 0;       // leading prefix keys of this request the replica holds
   int64_t free_cache = 0;  // free KV slots if known, else minus the index entries we hold for it
   bool remote = false;     // not in the request's region
+  bool can_pull = false;   // may copy the prefix's KV from another replica (RouteRequest::pull_match)
 };
 
 struct RouteRequest {
@@ -41,6 +42,10 @@ struct RouteRequest {
   // Every peer instance's decisions are in the loads and work (keel router --peer, all feeds live): no
   // --instance estimate; ties among several instances split by nth_tied (policy_cache_aware.cc).
   bool synced = false;
+  // KV pulls (docs/router.md "KV pulls"): the longest match among the replicas that can export, when
+  // pulls are on. A candidate with can_pull gets the prompt's prefix up to it by a transfer, so its
+  // cost counts from there plus the transfer (CacheAwareConfig::kv_pull_cost).
+  int64_t pull_match = 0;
 };
 
 // kWarmQueue: the best match was over the request-count bound and took the request by the work rule
@@ -188,12 +193,17 @@ struct CacheAwareConfig {
   // instance x replicas / n, so the instances' simultaneous picks interleave. 1/1: the single router.
   int64_t instance = 0;
   int64_t instances = 1;
+  // Cost of a pulled token, as a share of a prefilled one (0 = the policy ignores pulls: a replica
+  // without the prefix costs a whole prefill even where a pull would spare it).
+  double kv_pull_cost = 0;
 
   Status validate() const;
   // Sets instance and instances from "i/n" (0 <= i < n).
   Status set_instance(std::string_view text);
   // Cost (tokens) of a request of n_keys keys on a replica holding `match` of them.
   int64_t cost(int64_t n_keys, int64_t match, int64_t tokens_per_key) const;
+  // The same on a replica that pulls up to pull_match keys first (pull_match > match, kv_pull_cost > 0).
+  int64_t cost_with_pull(int64_t n_keys, int64_t match, int64_t pull_match, int64_t tokens_per_key) const;
 };
 
 class Policy {

@@ -150,7 +150,10 @@ class CacheAware final : public Policy {
     // more than the cap, or remote-only headroom), the least loaded candidates are the only ones that
     // move toward it.
     auto within_bound = [&](const CandidateView& v) { return any ? keeps_bound(v) : effective_load(v) == min_eff; };
-    auto cost = [&](const CandidateView& v) { return config_.cost(req.n_keys, v.match, req.tokens_per_key); };
+    auto cost = [&](const CandidateView& v) {
+      return v.can_pull ? config_.cost_with_pull(req.n_keys, v.match, req.pull_match, req.tokens_per_key)
+                        : config_.cost(req.n_keys, v.match, req.tokens_per_key);
+    };
     if (config_.spill_factor > 0) {
       auto holder_room = [&](const CandidateView& v) { return cap(lo_after(v)) + config_.spill_slack - v.load; };
       if (auto p = by_cost(req, c, cost, within_bound, in_scope, holder_room, total)) return *p;

@@ -160,6 +160,11 @@ void ProxyRequest::attempt(bool resuming) {
   if (kind_ != ProxyKind::kModels) up.headers.emplace_back("Content-Type", "application/json");
   if (resumable_) up.headers.emplace_back("X-Keel-Token-Ids", "1");
   if (resuming) up.headers.emplace_back("X-Keel-Resume", "1");
+  if (!kv_source_.empty()) {
+    // The replica takes a pull hint from an admin only: the router's key (shared with the replicas).
+    up.headers.emplace_back("X-Keel-Kv-Source", kv_source_);
+    if (!svc_.config().admin_key.empty()) up.headers.emplace_back("Authorization", "Bearer " + svc_.config().admin_key);
+  }
   up.body = std::move(body);
   auto weak = weak_from_this();
   UpstreamCallbacks cb{

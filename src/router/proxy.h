@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -51,6 +52,10 @@ class ProxyRequest : public std::enable_shared_from_this<ProxyRequest> {
   void compute_keys();
   void compute_prefix_keys();
   ReplicaPtr choose();
+  // The candidate to pull the prompt's prefix KV from when `chosen` gets it (RouterConfig::
+  // kv_pull_min_tokens), or -1.
+  int64_t kv_pull_source(std::span<const CandidateView> views, std::span<const PrefixIndex::View> held,
+                         int32_t chosen) const;
   void attempt(bool resuming);
   void on_head(uint64_t n, int status, const HeaderList& headers);
   void on_data(uint64_t n, std::string_view bytes);
@@ -88,6 +93,7 @@ class ProxyRequest : public std::enable_shared_from_this<ProxyRequest> {
   uint64_t attempt_n_ = 0;  // callbacks of older attempts are ignored
   ReplicaPtr replica_;
   int64_t work_ = 0;  // this attempt's cost, counted in replica_->work until release_replica
+  std::string kv_source_;  // X-Keel-Kv-Source of this attempt: the replica to pull the prefix's KV from
   int64_t routed_slots_ = 0;  // this attempt's estimated new KV slots, added to routed_slots_done at release
   bool has_group_ = false;      // the prompt has keys: group_ is its group (policy.h, kGroupTokens)
   uint64_t group_ = 0;

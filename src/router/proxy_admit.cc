@@ -116,6 +116,23 @@ void ProxyRequest::compute_prefix_keys() {
   slots_per_key_ = std::max(1, svc_.config().char_block_bytes / kBytesPerToken);
 }
 
+int64_t ProxyRequest::kv_pull_source(std::span<const CandidateView> views, std::span<const PrefixIndex::View> held,
+                                     int32_t chosen) const {
+  const int64_t min_tokens = svc_.config().kv_pull_min_tokens;
+  const auto c = static_cast<size_t>(chosen);
+  if (min_tokens == 0 || !held[c].exact_live) return -1;  // the chosen one must be a keel replica too
+  int64_t best = -1;
+  for (size_t i = 0; i < views.size(); ++i) {
+    if (!held[i].exact_live || (views[i].match - views[c].match) * slots_per_key_ < min_tokens) continue;
+    if (best < 0 || views[i].match > views[static_cast<size_t>(best)].match ||
+        (views[i].match == views[static_cast<size_t>(best)].match &&
+         views[i].load < views[static_cast<size_t>(best)].load)) {
+      best = static_cast<int64_t>(i);
+    }
+  }
+  return best;
+}
+
 ReplicaPtr ProxyRequest::choose() {
   const int64_t t0 = now_us();
   const int64_t now_ms = t0 / 1000;
@@ -151,6 +168,12 @@ ReplicaPtr ProxyRequest::choose() {
   for (const ReplicaPtr* r : cands) ids.push_back((*r)->id);
   std::vector<PrefixIndex::View> held(cands.size());
   svc_.index().view(ids, prefix ? std::span<const uint64_t>(*keys_) : std::span<const uint64_t>(), held);
+  // KV pulls weighed in the decision: only keel replicas (their cache feed live) export and import.
+  const bool weigh_pulls = prefix && svc_.config().kv_pull_min_tokens > 0 && svc_.config().cache_aware.kv_pull_cost > 0;
+  int64_t pull_match = 0;
+  for (size_t i = 0; weigh_pulls && i < cands.size(); ++i) {
+    if (held[i].exact_live) pull_match = std::max(pull_match, held[i].match);
+  }
   for (size_t i = 0; i < cands.size(); ++i) {
     const Replica& rep = **cands[i];
     views.push_back(CandidateView{
@@ -159,7 +182,9 @@ ReplicaPtr ProxyRequest::choose() {
                 (synced && peer_work ? rep.peer_work.load(std::memory_order_relaxed) : 0),
         .match = held[i].match,
         .free_cache = rep.free_cache(held[i].n_entries),
-        .remote = !region_.empty() && !rep.labels.region.empty() && rep.labels.region != region_});
+        .remote = !region_.empty() && !rep.labels.region.empty() && rep.labels.region != region_,
+        .can_pull = weigh_pulls && held[i].exact_live &&
+                    (pull_match - held[i].match) * slots_per_key_ >= svc_.config().kv_pull_min_tokens});
   }
   const auto n_keys = static_cast<int64_t>(keys_->size());
   const int64_t group_in_flight = has_group_ ? svc_.group_in_flight_locked(group_) : 0;
@@ -185,7 +210,8 @@ ReplicaPtr ProxyRequest::choose() {
                                               .group_gap_ms = group_gap_ms,
                                               .random = random_u64(),
                                               .group = has_group_ ? group_ : 0,
-                                              .synced = synced},
+                                              .synced = synced,
+                                              .pull_match = pull_match},
                                  views);
   if (pick.index < 0) return nullptr;
   if (svc_.decision_log().on()) {
@@ -200,7 +226,12 @@ ReplicaPtr ProxyRequest::choose() {
   }
   ReplicaPtr chosen = *cands[static_cast<size_t>(pick.index)];
   chosen->in_flight.fetch_add(1, std::memory_order_relaxed);  // taken off in release_replica
-  work_ = svc_.config().cache_aware.cost(n_keys, views[static_cast<size_t>(pick.index)].match, slots_per_key_);
+  // A KV pull: another keel replica holds enough more of the prompt that the chosen one copies it from
+  // there (its prefill then starts after that prefix, so its cost here counts from the source's match).
+  const int64_t pull_from = prefix ? kv_pull_source(views, held, pick.index) : -1;
+  kv_source_ = pull_from >= 0 ? (*cands[static_cast<size_t>(pull_from)])->url : std::string();
+  const int64_t match_here = views[static_cast<size_t>(pull_from >= 0 ? pull_from : pick.index)].match;
+  work_ = svc_.config().cache_aware.cost(n_keys, match_here, slots_per_key_);
   chosen->work.fetch_add(work_, std::memory_order_relaxed);  // taken off in release_replica
   if (has_group_) {
     svc_.add_group_locked(group_, now_ms);  // taken off in release_replica

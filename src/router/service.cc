@@ -41,6 +41,7 @@ Status RouterConfig::validate() const {
   if (body_queue < 0 || body_queue > 1'000'000) {
     return make_error(ErrorCode::kInvalidArgument, "body-queue must be in [0, 1000000]");
   }
+  if (kv_pull_min_tokens < 0) return make_error(ErrorCode::kInvalidArgument, "kv-pull-min-tokens must be >= 0");
   if (max_approx_entries < 1 || max_approx_entries > (int64_t{1} << 30)) {
     return make_error(ErrorCode::kInvalidArgument, "max-approx-entries must be in [1, 2^30]");
   }

@@ -66,6 +66,11 @@ struct RouterConfig {
   // past body_queue waiting there, such a request gets 429 with Retry-After.
   int32_t body_threads = 2;
   int64_t body_queue = 64;
+  // KV pulls (docs/router.md "KV pulls"): a request routed to a replica that holds at least this many
+  // tokens of its prompt fewer than another candidate publishing its cache (a keel serve replica)
+  // names that holder in X-Keel-Kv-Source, and the replica copies the prefix's KV from it instead of
+  // prefilling it. 0 = off.
+  int64_t kv_pull_min_tokens = 64;
   std::string admin_key;                 // required as Bearer on /admin/* when set
   std::string state_file;                // replica set saved here on every admin change (state_file.h)
   std::string region_header = "X-Keel-Region";

@@ -22,6 +22,7 @@
 #include "model/model.h"
 #include "sample/sampler.h"
 #include "sched/engine.h"
+#include "sched/kv_prefix.h"
 #include "sched/sched_config.h"
 #include "sched/sequence.h"
 #include "sched/step_plan.h"
@@ -48,6 +49,8 @@ struct SchedulerStats {
   int32_t max_batch_seqs = 0;  // most sequences in one step
   int64_t n_jump_forward_tokens = 0;  // tokens a grammar forced, appended without sampling
   int64_t n_prefix_waits = 0;         // admission passes a sequence waited for an in-flight shared prefix
+  int64_t n_exported_tokens = 0;      // cached tokens whose KV export_prefix copied out
+  int64_t n_imported_tokens = 0;      // tokens import_prefix newly cached from another replica's KV
 };
 
 class Scheduler {
@@ -81,6 +84,17 @@ class Scheduler {
   int64_t flush_cache();
   int64_t drain_cache_events(std::vector<cache::CacheEvent>& out) { return tree_.drain_events(out); }
   cache::FeedSnapshot cache_snapshot() const { return tree_.snapshot(); }
+
+  // KV transfer between replicas (kv_transfer.cc). export_prefix: the longest cached prefix of tokens
+  // (at most max_tokens of it), with its KV; nothing when none is cached. import_prefix: caches
+  // p.tokens with p's KV where they are not cached yet (evicting unlocked cache for room) and returns
+  // how many tokens it newly cached; kInvalidArgument when p's data does not fit the model's shape,
+  // kResourceExhausted when the pool cannot hold it. The imported prefix is an ordinary cache entry:
+  // LRU, evictable, published on the change feed.
+  KvPrefix export_prefix(std::span<const int32_t> tokens, int64_t max_tokens);
+  Result<int64_t> import_prefix(const KvPrefix& p);
+  // Floats per token of a KvPrefix for this model: n_layers x 2 x n_kv_heads x head_dim.
+  int64_t kv_floats_per_token() const;
 
   EngineLoad load() const;
   int32_t n_waiting_requests() const;  // requests none of whose samples was admitted yet

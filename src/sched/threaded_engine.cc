@@ -79,6 +79,18 @@ int64_t ThreadedEngine::drain_cache_events(std::vector<cache::CacheEvent>& out) 
   return n;
 }
 
+KvPrefix ThreadedEngine::export_prefix(std::span<const int32_t> tokens, int64_t max_tokens) {
+  KvPrefix out;
+  call([&](Scheduler& s) { out = s.export_prefix(tokens, max_tokens); });
+  return out;
+}
+
+Result<int64_t> ThreadedEngine::import_prefix(const KvPrefix& p) {
+  Result<int64_t> out = int64_t{0};
+  call([&](Scheduler& s) { out = s.import_prefix(p); });
+  return out;
+}
+
 cache::FeedSnapshot ThreadedEngine::cache_snapshot() {
   cache::FeedSnapshot snap;
   call([&](Scheduler& s) { snap = s.cache_snapshot(); });
@@ -113,6 +125,10 @@ void ThreadedEngine::loop() {
     uint64_t last_call = 0;
     for (Command& c : commands) apply(c, last_call);
     commands.clear();
+    // A caller waits for its call, not for the step after it: a KV pull's import (or the export on
+    // its source) would otherwise also wait out a whole forward pass, which on a busy CPU replica
+    // takes longer than the transfer itself.
+    if (last_call > 0) settle_calls(last_call);
     publish(sched_->step(), last_call);
   }
 }
@@ -132,16 +148,34 @@ void ThreadedEngine::apply(Command& command, uint64_t& last_call) {
   }
 }
 
+void ThreadedEngine::settle_calls(uint64_t last_call) {
+  events_fresh_.clear();
+  sched_->drain_cache_events(events_fresh_);
+  {
+    std::lock_guard lock(mu_);
+    hand_over_events();
+    n_calls_done_ = std::max(n_calls_done_, last_call);
+    load_ = sched_->load();
+    n_in_transit_ = 0;  // every command taken was applied: the load counts the submits among them
+    idle_ = sched_->idle();  // and drain() must not read the idle of the step before them
+  }
+  settled_.notify_all();
+}
+
+void ThreadedEngine::hand_over_events() {
+  events_.insert(events_.end(), std::make_move_iterator(events_fresh_.begin()),
+                 std::make_move_iterator(events_fresh_.end()));
+  if (events_.size() > max_events_) {
+    events_.erase(events_.begin(), events_.end() - static_cast<std::ptrdiff_t>(max_events_));
+  }
+}
+
 void ThreadedEngine::publish(bool progressed, uint64_t last_call) {
   events_fresh_.clear();
   sched_->drain_cache_events(events_fresh_);
   {
     std::lock_guard lock(mu_);
-    events_.insert(events_.end(), std::make_move_iterator(events_fresh_.begin()),
-                   std::make_move_iterator(events_fresh_.end()));
-    if (events_.size() > max_events_) {
-      events_.erase(events_.begin(), events_.end() - static_cast<std::ptrdiff_t>(max_events_));
-    }
+    hand_over_events();
     n_calls_done_ = std::max(n_calls_done_, last_call);
     load_ = sched_->load();
     n_in_transit_ = 0;

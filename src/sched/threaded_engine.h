@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <thread>
 #include <variant>
 #include <vector>
@@ -43,8 +44,11 @@ class ThreadedEngine final : public Engine {
   // reader sees as a gap in seq and resyncs from cache_snapshot().
   int64_t drain_cache_events(std::vector<cache::CacheEvent>& out);
   cache::FeedSnapshot cache_snapshot();
+  // Scheduler::export_prefix / import_prefix on the scheduler thread; wait for it (up to one step).
+  KvPrefix export_prefix(std::span<const int32_t> tokens, int64_t max_tokens);
+  Result<int64_t> import_prefix(const KvPrefix& p);
   int64_t context_tokens() const { return n_ctx_; }
-  // Runs fn on the scheduler thread between steps and waits for it (tests, stats).
+  // Runs fn on the scheduler thread between steps and waits for it (not for the step after it).
   void call(const std::function<void(Scheduler&)>& fn);
 
  private:
@@ -65,6 +69,10 @@ class ThreadedEngine final : public Engine {
   void loop();
   void apply(Command& command, uint64_t& last_call);
   void publish(bool progressed, uint64_t last_call);
+  // Between the commands and the step: the calls applied are done (their callers stop waiting), with
+  // their cache events handed over and the load refreshed.
+  void settle_calls(uint64_t last_call);
+  void hand_over_events();  // events_fresh_ onto events_, bounded (mu_ held)
 
   std::unique_ptr<Scheduler> sched_;  // touched only by thread_ once it runs
   const int32_t max_queue_;

@@ -52,6 +52,16 @@ Status ApiConfig::validate() const {
   if (default_completion_max_tokens < 1)
     return make_error(ErrorCode::kInvalidArgument, "default_completion_max_tokens must be >= 1");
   if (parse_limits.max_n < 1) return make_error(ErrorCode::kInvalidArgument, "parse_limits.max_n must be >= 1");
+  if (kv_max_tokens < 0 || kv_max_tokens > 65535) {
+    return make_error(ErrorCode::kInvalidArgument, "--kv-max-tokens must be in [0, 65535], got {}", kv_max_tokens);
+  }
+  if (kv_threads < 1 || kv_threads > 256) {
+    return make_error(ErrorCode::kInvalidArgument, "--kv-threads must be in [1, 256], got {}", kv_threads);
+  }
+  if (kv_queue < 0) return make_error(ErrorCode::kInvalidArgument, "--kv-queue must be >= 0, got {}", kv_queue);
+  if (kv_timeout_ms < 1 || kv_timeout_ms > 600'000) {
+    return make_error(ErrorCode::kInvalidArgument, "--kv-timeout-ms must be in [1, 600000], got {}", kv_timeout_ms);
+  }
   return structured.validate();
 }
 
@@ -65,6 +75,7 @@ Api::Api(ApiConfig config, sched::Engine& engine, const tokenizer::Tokenizer& to
       created_s_(unix_now_s()),
       gen_metrics_(metrics_),
       structured_(tok, config_.structured),
+      kv_work_("kv transfer", std::clamp(config_.kv_threads, 1, 256), static_cast<size_t>(std::max(config_.kv_queue, 0))),
       compiles_("grammar compile", std::max(1, config_.structured.compile_threads),
                 config_.structured.max_compiles_waiting) {
   config_.parse_limits.n_vocab = tok_.n_vocab();
@@ -107,6 +118,8 @@ void Api::add_routes(http::Router& router) {
   router.add("GET", "/metrics", [this](http::HttpRequest&&, const http::ExchangePtr& ex) { handle_metrics(ex); });
   router.add("POST", "/flush_cache",
              [this](http::HttpRequest&& r, const http::ExchangePtr& ex) { handle_flush_cache(r, ex); });
+  router.add("POST", "/v1/kv/export",
+             [this](http::HttpRequest&& r, const http::ExchangePtr& ex) { handle_kv_export(std::move(r), ex); });
 }
 
 http::ServerHooks Api::hooks() {
@@ -138,7 +151,7 @@ std::shared_ptr<void> Api::handoff_token() {
 
 void Api::count_response(std::string_view path, int status) {
   static constexpr std::string_view kKnown[] = {kChatPath, kCompletionsPath, kGeneratePath, "/v1/models",
-                                                "/health", "/metrics",       "/flush_cache"};
+                                                "/health", "/metrics",       "/flush_cache", "/v1/kv/export"};
   std::string_view label = "other";
   for (auto known : kKnown) {
     if (path == known) label = known;
@@ -220,6 +233,7 @@ void Api::handle_generation(ApiKind kind, http::HttpRequest&& req, const http::E
                                                                  ct.empty() ? "(none)" : ct)));
   }
   if (auto e = check_serving()) return respond_error(ex, *e);
+  if (!req.header("X-Keel-Kv-Source").empty() && start_with_pull(kind, req, ex, received_us)) return;
   if (req.body.size() > kIoThreadBodyMaxBytes) {
     // Parsing, tokenizing and (for a schema) re-reading it in key order take tens of ms or more at
     // this size: all of it runs on a compile thread, so the io thread's other connections do not wait.
@@ -257,18 +271,23 @@ openai::ApiResult<Api::Accepted> Api::accept(ApiKind kind, http::HttpRequest& re
                   .received_us = received_us};
 }
 
-void Api::off_io_thread(const http::ExchangePtr& ex, std::function<openai::ApiResult<Ready>()> work) {
-  // The work runs on a compile thread, where it holds up no other connection of this io thread. Then
+bool Api::post_ready_work(WorkQueue& queue, const http::ExchangePtr& ex,
+                          std::function<openai::ApiResult<Ready>()> work) {
+  // The work runs on a worker thread, where it holds up no other connection of this io thread. Then
   // the request goes back to its connection's strand, where Generation's methods run; a closed
   // connection drops it there, before it reaches the engine. The token counts it until then, for
   // begin_drain.
-  bool posted = compiles_.try_post([this, work = std::move(work), ex, token = handoff_token()] {
+  return queue.try_post([this, work = std::move(work), ex, token = handoff_token()] {
     auto ready = work();
     ex->dispatch([this, ready = std::move(ready), ex, token]() mutable {
       if (!ready.ok()) return respond_error(ex, ready.error());
       start_generation(std::move(ready.value().accepted), std::move(ready.value().factory), ex);
     });
   });
+}
+
+void Api::off_io_thread(const http::ExchangePtr& ex, std::function<openai::ApiResult<Ready>()> work) {
+  bool posted = post_ready_work(compiles_, ex, std::move(work));
   if (!posted) {  // a full queue, as the scheduler's: 429 (a router retries it elsewhere, not a replica fault)
     respond_error(ex, ApiError{.status = make_error(ErrorCode::kResourceExhausted,
                                                     "{} requests already wait for a compile thread; retry later",

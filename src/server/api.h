@@ -1,5 +1,5 @@
 // keel's HTTP API: the OpenAI endpoints (/v1/chat/completions, /v1/completions, /v1/models), native
-// /generate, /health, /metrics and /flush_cache (an admin call), wired to an sched::Engine, a tokenizer and the
+// /generate, /health, /metrics, /flush_cache and /v1/kv/export (admin calls), wired to an sched::Engine, a tokenizer and the
 // model's chat template. Handlers run on the HTTP io threads, except a new grammar's compile and the
 // parse of a body over 64 KiB, which run on the Api's compile threads before the request goes back to
 // its connection's strand to start; the engine's sinks hop onto each connection's strand
@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,7 @@
 #include "sched/engine.h"
 #include "server/engine_request.h"
 #include "server/generation.h"
+#include "server/kv_wire.h"
 #include "server/http/router.h"
 #include "server/http/server.h"
 #include "server/metrics.h"
@@ -45,6 +47,13 @@ struct ApiConfig {
   // Bearer key POST /flush_cache needs; without one it is taken from loopback clients only
   // (server/http/admin_access.h).
   std::string admin_key;
+  // KV pulls (docs/router.md "KV pulls"): most prompt tokens one export or pull moves (0: off, no
+  // POST /v1/kv/export and X-Keel-Kv-Source ignored); the threads that pull and export, the jobs
+  // that may wait for them (past it a pull is skipped, an export gets 429); one pull's deadline.
+  int64_t kv_max_tokens = 8192;
+  int32_t kv_threads = 4;
+  int32_t kv_queue = 64;
+  int32_t kv_timeout_ms = 2000;
 
   Status validate() const;
 };
@@ -65,6 +74,16 @@ class Api {
   // again (503) while requests already accepted run to the end.
   void set_ready();
   void begin_drain();
+
+  // What KV pulls need from the engine and the model (the scheduler's export_prefix / import_prefix
+  // through ThreadedEngine, and this replica's KvIdentity). Without it both are off. Call before the
+  // server starts.
+  struct KvTransfer {
+    KvIdentity identity;
+    std::function<sched::KvPrefix(std::span<const int32_t>, int64_t)> export_prefix;
+    std::function<Result<int64_t>(const sched::KvPrefix&)> import_prefix;
+  };
+  void set_kv_transfer(KvTransfer kv);
 
   // The compile threads' queue (tests hold it to fill it).
   WorkQueue& compile_queue() { return compiles_; }
@@ -101,6 +120,16 @@ class Api {
   // Runs `work` on a compile thread, then starts what it made ready (or answers its error) on the
   // connection's strand; 429 when the compile queue is full.
   void off_io_thread(const http::ExchangePtr& ex, std::function<openai::ApiResult<Ready>()> work);
+  // The same on `queue`; false (work dropped) when the queue is full.
+  bool post_ready_work(WorkQueue& queue, const http::ExchangePtr& ex, std::function<openai::ApiResult<Ready>()> work);
+  // KV pulls (kv_pull.cc). A request with an X-Keel-Kv-Source hint: true when its pull (then its
+  // start) went to a KV thread; false when it goes on as any other request (hint refused, KV off,
+  // queue full), with the outcome counted.
+  bool start_with_pull(ApiKind kind, http::HttpRequest& req, const http::ExchangePtr& ex, int64_t received_us);
+  // Fetches the longest prefix of a's prompt that `source` caches and imports it; counts the outcome.
+  void pull_prefix(std::string_view source, const Accepted& a);
+  void handle_kv_export(http::HttpRequest&& req, const http::ExchangePtr& ex);
+  void count_pull(std::string_view outcome, int64_t tokens = 0);
   // Submits to the engine and starts the answer; on the connection's strand (Generation's methods run
   // there).
   void start_generation(Accepted&& a, StructuredOutput::FactoryPtr factory, const http::ExchangePtr& ex);
@@ -129,6 +158,8 @@ class Api {
   std::mutex handoff_mu_;
   std::condition_variable handoff_cv_;
   int64_t n_handoffs_ = 0;  // requests compiled or compiling, not yet started on their strand
+  std::optional<KvTransfer> kv_;
+  WorkQueue kv_work_;   // pulls and exports; stops before the members its jobs use go
   WorkQueue compiles_;  // last: its threads stop before the members their jobs use go
 };
 
