@@ -109,6 +109,16 @@ def metric(url, name):
     return 0.0
 
 
+def pull_outcomes(url):
+    """keel_kv_pulls_total by outcome on one replica (empty for a replica that has none)."""
+    out = {}
+    with urllib.request.urlopen(url + "/metrics", timeout=10) as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith('keel_kv_pulls_total{outcome="'):
+                out[line.split('"')[1]] = float(line.split()[1])
+    return out
+
+
 def cpu_set(spec):
     """'0-2,5' -> {0, 1, 2, 5}."""
     out = set()
@@ -432,7 +442,9 @@ def run_policy(keel, replicas, args, extra, reqs, times, sources=None):
     RUNS[0] += 1
     for r in replicas:
         post(r + "/flush_cache", {})
-    before = [(metric(r, "keel_prompt_tokens_total"), metric(r, "keel_cached_prompt_tokens_total")) for r in replicas]
+    before = [(metric(r, "keel_prompt_tokens_total"), metric(r, "keel_cached_prompt_tokens_total"),
+               metric(r, "keel_kv_pulled_tokens_total")) for r in replicas]
+    pulls_before = [pull_outcomes(r) for r in replicas]
     sglang = extra == ["sglang"]
     binary = keel
     if extra and extra[0].startswith("--binary="):  # a router binary other than the replicas' (A/B runs)
@@ -486,8 +498,13 @@ def run_policy(keel, replicas, args, extra, reqs, times, sources=None):
             with concurrent.futures.ThreadPoolExecutor(args.concurrency) as pool:
                 lat = sorted(pool.map(one, range(len(reqs))))
             wall = time.perf_counter() - t0
-        after = [(metric(r, "keel_prompt_tokens_total"), metric(r, "keel_cached_prompt_tokens_total"))
-                 for r in replicas]
+        after = [(metric(r, "keel_prompt_tokens_total"), metric(r, "keel_cached_prompt_tokens_total"),
+                  metric(r, "keel_kv_pulled_tokens_total")) for r in replicas]
+        pulls = {}
+        for r, was in zip(replicas, pulls_before):
+            for k, v in pull_outcomes(r).items():
+                if v - was.get(k, 0):
+                    pulls[k] = pulls.get(k, 0) + v - was.get(k, 0)
         picks = {} if sglang else decisions(bases)
         per_instance = [] if sglang else [decisions([b]) for b in bases]
         t0 = time.perf_counter()
@@ -509,13 +526,17 @@ def run_policy(keel, replicas, args, extra, reqs, times, sources=None):
             proc.wait(timeout=30)
     prompt = sum(a[0] - b[0] for a, b in zip(after, before))
     cached = sum(a[1] - b[1] for a, b in zip(after, before))
+    pulled = sum(a[2] - b[2] for a, b in zip(after, before))
     trace = {}
     if sources and times:
         groups = {}
         recs = trace_requests(reqs, times, answers, sources,
                               lambda b: groups.setdefault(b["messages"][0]["content"], len(groups)))
         trace = {"trace": trace_summary(recs), "requests": recs}
-    return {"hit_rate": round(cached / prompt, 3), "ttft_p50_ms": round(pct(lat, 50) * 1e3, 1),
+    # KV pulls (docs/router.md): pulled tokens are cached when their request arrives, so the replicas
+    # count them as hits; hit_rate_without_pulled leaves them out.
+    return {"hit_rate": round(cached / prompt, 3), "pulled_tokens": int(pulled),
+            "hit_rate_without_pulled": round((cached - pulled) / prompt, 3), "pulls": pulls, "ttft_p50_ms": round(pct(lat, 50) * 1e3, 1),
             "ttft_p99_ms": round(pct(lat, 99) * 1e3, 1),
             "ttft_mean_ms": round(statistics.fmean(lat) * 1e3, 1), "errors": len(errors),
             "req_per_s": round(len(lat) / wall, 2), "burst_view": "replicas" if replica_view else "router",
@@ -525,7 +546,8 @@ def run_policy(keel, replicas, args, extra, reqs, times, sources=None):
 
 def summarize(rows, emit):
     """Mean of each figure per policy over the repeats, one line each."""
-    keys = ["hit_rate", "ttft_p50_ms", "ttft_p99_ms", "req_per_s", "burst_req_per_s", "full_max_over_min",
+    keys = ["hit_rate", "hit_rate_without_pulled", "pulled_tokens", "ttft_p50_ms", "ttft_p99_ms", "req_per_s",
+            "burst_req_per_s", "full_max_over_min",
             "burst_lo2_max_over_min", "burst_share_within_1_5"]
     for name in dict.fromkeys(r["policy"] for r in rows):
         mine = [r for r in rows if r["policy"] == name]

@@ -247,11 +247,24 @@ void Api::handle_generation(ApiKind kind, http::HttpRequest&& req, const http::E
   }
   auto a = accept(kind, req, received_us);
   if (!a.ok()) return respond_error(ex, a.error());
-  auto found = structured_.lookup(a.value().prepared.params.response_format, req.body);
+  if (n_pulls_in_flight_.load(std::memory_order_relaxed) > 0) {
+    // A pull of this prompt's prefix may be on its way into the cache: wait for it, then start.
+    auto held = std::make_shared<std::pair<Accepted, std::string>>(std::move(a).value(), std::move(req.body));
+    auto resume = [this, held, ex, token = handoff_token()] {
+      ex->dispatch([this, held, ex, token] { start_accepted(std::move(held->first), held->second, ex); });
+    };
+    if (wait_for_pull(held->first.prepared.prompt, std::move(resume))) return;
+    return start_accepted(std::move(held->first), held->second, ex);
+  }
+  start_accepted(std::move(a).value(), req.body, ex);
+}
+
+void Api::start_accepted(Accepted&& a, const std::string& body, const http::ExchangePtr& ex) {
+  auto found = structured_.lookup(a.prepared.params.response_format, body);
   if (!found.ok()) return respond_error(ex, found.error());
-  if (!found.value().to_compile) return start_generation(std::move(a).value(), std::move(found.value().factory), ex);
+  if (!found.value().to_compile) return start_generation(std::move(a), std::move(found.value().factory), ex);
   // A grammar not compiled yet: its compile may take up to max_compile_ms.
-  off_io_thread(ex, [this, a = std::move(a).value(),
+  off_io_thread(ex, [this, a = std::move(a),
                      spec = std::move(*found.value().to_compile)]() mutable -> openai::ApiResult<Ready> {
     auto factory = structured_.compile(a.prepared.params.response_format, spec);
     if (!factory.ok()) return factory.error();

@@ -122,12 +122,23 @@ class Api {
   void off_io_thread(const http::ExchangePtr& ex, std::function<openai::ApiResult<Ready>()> work);
   // The same on `queue`; false (work dropped) when the queue is full.
   bool post_ready_work(WorkQueue& queue, const http::ExchangePtr& ex, std::function<openai::ApiResult<Ready>()> work);
+  // A small request past accept(): its grammar lookup, then its start (or its compile off the io thread).
+  void start_accepted(Accepted&& a, const std::string& body, const http::ExchangePtr& ex);
   // KV pulls (kv_pull.cc). A request with an X-Keel-Kv-Source hint: true when its pull (then its
   // start) went to a KV thread; false when it goes on as any other request (hint refused, KV off,
   // queue full), with the outcome counted.
   bool start_with_pull(ApiKind kind, http::HttpRequest& req, const http::ExchangePtr& ex, int64_t received_us);
-  // Fetches the longest prefix of a's prompt that `source` caches and imports it; counts the outcome.
-  void pull_prefix(std::string_view source, const Accepted& a);
+  // Fetches the longest prefix of `tokens` (a prompt) that `source` caches and imports it; counts the
+  // outcome.
+  void pull_prefix(std::string_view source, const std::vector<int32_t>& tokens);
+  // A pull in progress, so that requests sharing its prefix that arrive meanwhile (the router sends
+  // them to this replica as a holder, without a hint) wait for it instead of prefilling the prefix.
+  struct PullInFlight;
+  std::shared_ptr<PullInFlight> register_pull(std::vector<int32_t> tokens);
+  void finish_pull(const std::shared_ptr<PullInFlight>& p);
+  // True when `prompt` shares kMinPullShare or more leading tokens with a pull in progress: `resume`
+  // then runs (on the pulling thread) once it ends. False: no such pull, go on.
+  bool wait_for_pull(const std::vector<int32_t>& prompt, std::function<void()> resume);
   void handle_kv_export(http::HttpRequest&& req, const http::ExchangePtr& ex);
   void count_pull(std::string_view outcome, int64_t tokens = 0);
   // Submits to the engine and starts the answer; on the connection's strand (Generation's methods run
@@ -159,6 +170,9 @@ class Api {
   std::condition_variable handoff_cv_;
   int64_t n_handoffs_ = 0;  // requests compiled or compiling, not yet started on their strand
   std::optional<KvTransfer> kv_;
+  std::mutex pulls_mu_;
+  std::vector<std::shared_ptr<PullInFlight>> pulls_in_flight_;  // pulls_mu_
+  std::atomic<int> n_pulls_in_flight_{0};
   WorkQueue kv_work_;   // pulls and exports; stops before the members its jobs use go
   WorkQueue compiles_;  // last: its threads stop before the members their jobs use go
 };

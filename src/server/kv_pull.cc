@@ -6,6 +6,8 @@
 // prefix enters the cache other requests read), and a pull that fails in any way leaves the request
 // to prefill as it would have: the hint is an optimization, never a reason to fail a request.
 #include <algorithm>
+#include <functional>
+#include <mutex>
 
 #include <fmt/format.h>
 
@@ -24,13 +26,71 @@ void Api::count_pull(std::string_view outcome, int64_t tokens) {
   metrics_
       .counter("keel_kv_pulls_total",
                "Requests that came with a KV pull hint, by outcome (imported, cached: nothing new, miss: the source "
-               "held none of it, failed, rejected, no_room, busy, refused, off).",
+               "held none of it, failed, rejected, no_room, busy, refused, off; waited: a request without a hint that waited for a pull of its "
+               "prefix in progress).",
                fmt::format("outcome=\"{}\"", outcome))
       .add();
   if (tokens > 0) {
     metrics_.counter("keel_kv_pulled_tokens_total", "Prompt tokens whose KV was imported from another replica.")
         .add(static_cast<double>(tokens));
   }
+}
+
+struct Api::PullInFlight {
+  std::vector<int32_t> tokens;  // the prompt whose prefix is being pulled
+  std::mutex mu;
+  bool done = false;
+  std::vector<std::function<void()>> waiters;  // mu
+};
+
+namespace {
+// A request waits for a pull in progress when its prompt shares at least this many leading tokens with
+// the pulled one: more than a chat template's opening, less than any system prompt worth a pull.
+constexpr size_t kMinPullShare = 32;
+// Requests with a body up to this size are tokenized on the io thread before their pull, so that a
+// request of the same prefix that arrives next finds the pull registered (as the non-hinted path does).
+constexpr size_t kIoThreadPullBodyMaxBytes = 64 << 10;
+}  // namespace
+
+std::shared_ptr<Api::PullInFlight> Api::register_pull(std::vector<int32_t> tokens) {
+  auto p = std::make_shared<PullInFlight>();
+  p->tokens = std::move(tokens);
+  std::lock_guard lock(pulls_mu_);
+  pulls_in_flight_.push_back(p);
+  n_pulls_in_flight_.fetch_add(1, std::memory_order_relaxed);
+  return p;
+}
+
+void Api::finish_pull(const std::shared_ptr<PullInFlight>& p) {
+  {
+    std::lock_guard lock(pulls_mu_);
+    std::erase(pulls_in_flight_, p);
+    n_pulls_in_flight_.fetch_sub(1, std::memory_order_relaxed);
+  }
+  std::vector<std::function<void()>> waiters;
+  {
+    std::lock_guard lock(p->mu);
+    p->done = true;
+    waiters.swap(p->waiters);
+  }
+  for (auto& w : waiters) w();
+}
+
+bool Api::wait_for_pull(const std::vector<int32_t>& prompt, std::function<void()> resume) {
+  std::lock_guard lock(pulls_mu_);
+  for (const auto& p : pulls_in_flight_) {
+    const size_t n = std::min(prompt.size(), p->tokens.size());
+    const size_t shared =
+        static_cast<size_t>(std::mismatch(prompt.begin(), prompt.begin() + static_cast<std::ptrdiff_t>(n), p->tokens.begin()).first -
+                            prompt.begin());
+    if (shared < kMinPullShare) continue;
+    std::lock_guard plock(p->mu);
+    if (p->done) return false;
+    p->waiters.push_back(std::move(resume));
+    count_pull("waited");
+    return true;
+  }
+  return false;
 }
 
 bool Api::start_with_pull(ApiKind kind, http::HttpRequest& req, const http::ExchangePtr& ex, int64_t received_us) {
@@ -48,25 +108,54 @@ bool Api::start_with_pull(ApiKind kind, http::HttpRequest& req, const http::Exch
     count_pull("refused");
     return false;
   }
+  auto prompt_of = [](const Accepted& a) {
+    std::vector<int32_t> tokens = a.prepared.prompt;
+    if (a.resumed) tokens.insert(tokens.end(), a.resumed->begin(), a.resumed->end());
+    return tokens;
+  };
   auto held = std::make_shared<http::HttpRequest>(std::move(req));
-  bool posted = post_ready_work(kv_work_, ex, [this, kind, held, source, received_us]() -> openai::ApiResult<Ready> {
+  std::shared_ptr<Accepted> accepted;
+  std::shared_ptr<PullInFlight> pull;
+  if (held->body.size() <= kIoThreadPullBodyMaxBytes) {
     auto a = accept(kind, *held, received_us);
-    if (!a.ok()) return a.error();
-    pull_prefix(source, a.value());
-    auto factory = structured_.constraint_for(a.value().prepared.params.response_format, held->body);
+    if (!a.ok()) {
+      ex->respond(openai::error_response(a.error()));
+      return true;
+    }
+    accepted = std::make_shared<Accepted>(std::move(a).value());
+    pull = register_pull(prompt_of(*accepted));
+  }
+  bool posted = post_ready_work(kv_work_, ex, [this, kind, held, accepted, pull, source, received_us,
+                                               prompt_of]() -> openai::ApiResult<Ready> {
+    Accepted a;
+    if (accepted) {
+      a = std::move(*accepted);
+      pull_prefix(source, pull->tokens);
+      finish_pull(pull);
+    } else {
+      auto got = accept(kind, *held, received_us);
+      if (!got.ok()) return got.error();
+      a = std::move(got).value();
+      pull_prefix(source, prompt_of(a));
+    }
+    auto factory = structured_.constraint_for(a.prepared.params.response_format, held->body);
     if (!factory.ok()) return factory.error();
-    return Ready{std::move(a).value(), std::move(factory).value()};
+    return Ready{std::move(a), std::move(factory).value()};
   });
   if (!posted) {
-    req = std::move(*held);
     count_pull("busy");
+    if (pull) finish_pull(pull);
+    if (accepted) {  // accepted already: it starts here, without the pull
+      start_accepted(std::move(*accepted), held->body, ex);
+      return true;
+    }
+    req = std::move(*held);
+    return false;
   }
-  return posted;
+  return true;
 }
 
-void Api::pull_prefix(std::string_view source, const Accepted& a) {
-  std::vector<int32_t> tokens = a.prepared.prompt;
-  if (a.resumed) tokens.insert(tokens.end(), a.resumed->begin(), a.resumed->end());
+void Api::pull_prefix(std::string_view source, const std::vector<int32_t>& tokens) {
   // The last token is always computed (its logits), so its KV is never what a request reuses.
   const auto n = static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(tokens.size()) - 1, config_.kv_max_tokens));
   if (tokens.size() < 2 || n == 0) return count_pull("miss");

@@ -8,6 +8,7 @@ import json
 import os
 import struct
 import subprocess
+import time
 import urllib.error
 import urllib.request
 
@@ -190,3 +191,61 @@ def test_router_names_the_holder_when_a_burst_spills(keel_bin, model_path, fresh
             assert r.choices[0].message.content == cold.choices[0].message.content, q
     finally:
         stop(proc)
+
+
+class SlowSource:
+    """A real HTTP server in front of a replica's /v1/kv/export that answers each export after delay_s:
+    a pull that takes long enough for another request to arrive while it runs."""
+
+    def __init__(self, target: str, delay_s: float):
+        import http.server
+        import threading
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                time.sleep(outer.delay_s)
+                req = urllib.request.Request(target + self.path, data=body, method="POST",
+                                             headers={"Content-Type": "application/json"})
+                with urllib.request.urlopen(req, timeout=60) as r:
+                    data, ctype = r.read(), r.headers["Content-Type"]
+                self.send_response(200)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.delay_s = delay_s
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_request_that_arrives_during_a_pull_of_its_prefix_waits_for_it(fresh):
+    a, b, _ = fresh
+    system = SYSTEMS[2].replace("assistant", "geologist")
+    ask(a, "Hello?", system=system)  # a holds the prefix
+    slow = SlowSource(a, 1.5)
+    try:
+        before = {o: pulls(b, o) for o in ("waited", "imported")}
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            hinted = pool.submit(ask, b, "First question?", system, slow.url)
+            time.sleep(0.5)  # the pull is under way (its source answers after 1.5 s)
+            plain = pool.submit(ask, b, "Second question?", system)
+            first, second = hinted.result(), plain.result()
+        assert pulls(b, "imported") == before["imported"] + 1
+        assert pulls(b, "waited") == before["waited"] + 1
+        # The request without a hint found the pulled prefix cached instead of prefilling it itself.
+        assert second.usage.prompt_tokens_details.cached_tokens >= 80
+        assert first.usage.prompt_tokens_details.cached_tokens >= 80
+    finally:
+        slow.close()
