@@ -7,6 +7,7 @@
 // to prefill as it would have: the hint is an optimization, never a reason to fail a request.
 #include <algorithm>
 #include <functional>
+#include <memory>
 #include <mutex>
 
 #include <fmt/format.h>
@@ -123,6 +124,14 @@ bool Api::start_with_pull(ApiKind kind, http::HttpRequest& req, const http::Exch
       return true;
     }
     accepted = std::make_shared<Accepted>(std::move(a).value());
+    // The same prefix on its way here already (two requests of a group spread to this replica):
+    // wait for that pull rather than fetch the prefix twice.
+    if (n_pulls_in_flight_.load(std::memory_order_relaxed) > 0) {
+      auto resume = [this, accepted, held, ex, token = handoff_token()] {
+        ex->dispatch([this, accepted, held, ex, token] { start_accepted(std::move(*accepted), held->body, ex); });
+      };
+      if (wait_for_pull(prompt_of(*accepted), std::move(resume))) return true;
+    }
     pull = register_pull(prompt_of(*accepted));
   }
   bool posted = post_ready_work(kv_work_, ex, [this, kind, held, accepted, pull, source, received_us,
@@ -130,8 +139,9 @@ bool Api::start_with_pull(ApiKind kind, http::HttpRequest& req, const http::Exch
     Accepted a;
     if (accepted) {
       a = std::move(*accepted);
+      // Whatever happens in the pull, the requests waiting for it go on.
+      std::unique_ptr<void, std::function<void(void*)>> done(this, [this, pull](void*) { finish_pull(pull); });
       pull_prefix(source, pull->tokens);
-      finish_pull(pull);
     } else {
       auto got = accept(kind, *held, received_us);
       if (!got.ok()) return got.error();

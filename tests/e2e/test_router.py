@@ -369,8 +369,11 @@ def test_idle_cap_keeps_a_third_request_on_the_prefix_holder(keel_bin, model_pat
     --balance-work-slack 1 (the spill would repeat the prefix's prefill), all three stay on the
     holder and the replicas report hits."""
     urls = replicas[0]
-    count = ("--spill-factor", "0")
-    for tag, extra, on_holder in (("count bound", count, 2), ("default", (), 3),
+    # Placement is what this test checks: without KV pulls the replicas' cached-token counts confirm
+    # it (a spilled request prefills cold). With pulls (the default) the spill would report cached
+    # tokens too; test_kv_pull.py covers that.
+    count = ("--spill-factor", "0", "--kv-pull-min-tokens", "0")
+    for tag, extra, on_holder in (("count bound", count, 2), ("default", ("--kv-pull-min-tokens", "0"), 3),
                                   ("idle cap", (*count, "--balance-idle-cap", "3"), 3),
                                   ("group affinity", (*count, "--group-affinity", "3"), 3),
                                   ("work rule", (*count, "--balance-work-slack", "1"), 3)):

@@ -244,3 +244,39 @@ TEST(CacheAwareCost, AHotPrefixHeldByOneReplicaSpreadsOnceItsQueueCostsMoreThanA
 
 }  // namespace
 }  // namespace keel::router
+
+namespace keel::router {
+namespace {
+
+TEST(CacheAwarePullCost, APullCostsTheHoldersUncachedTokensPlusItsShareOfThePulledOnes) {
+  const CacheAwareConfig c{.kv_pull_cost = 0.1};
+  // 142 keys, 127 held elsewhere, none here: 15 uncached + 16 per request + ceil(0.1 x 127) = 13.
+  EXPECT_EQ(c.cost_with_pull(kKeys, 0, kShared, 1), c.cost(kKeys, kShared, 1) + 13);
+  // Nothing more to pull, or pulls not weighed: the plain cost.
+  EXPECT_EQ(c.cost_with_pull(kKeys, kShared, kShared, 1), c.cost(kKeys, kShared, 1));
+  EXPECT_EQ(CacheAwareConfig{}.cost_with_pull(kKeys, 0, kShared, 1), CacheAwareConfig{}.cost(kKeys, 0, 1));
+  EXPECT_FALSE(make_policy("cache_aware", CacheAwareConfig{.kv_pull_cost = -0.1}).ok());
+  EXPECT_FALSE(make_policy("cache_aware", CacheAwareConfig{.kv_pull_cost = 1.5}).ok());
+}
+
+TEST(CacheAwarePullCost, AReplicaThatCanPullTakesTheSpillAHolderWouldOtherwiseQueue) {
+  // The holder prefills the group and holds one follower (the AHolderPrefillingTheGroup... case): at
+  // F = 2 the follower queues there, since a spill would prefill 127 tokens again ...
+  std::vector<CandidateView> c = {{.load = 2, .work = kCold + kWarm, .match = kShared}, {}, {}, {}};
+  RouteRequest r = request();
+  r.pull_match = kShared;
+  CacheAwareConfig config = cost_mode(2.0);
+  config.kv_pull_cost = 0.1;
+  EXPECT_EQ(make_cache_aware(config)->pick(r, c).index, 0);
+  // ... but a replica that can pull the prefix costs 13 tokens more than the holder, not 127: the
+  // holder's work ahead (189) exceeds 2 x (13 + 0), so the request goes there.
+  for (size_t i = 1; i < c.size(); ++i) c[i].can_pull = true;
+  Pick pick = make_cache_aware(config)->pick(r, c);
+  EXPECT_NE(pick.index, 0);
+  EXPECT_EQ(pick.decision, Decision::kImbalance);
+  // Pulls not weighed (kv_pull_cost 0, the default): it queues as before.
+  EXPECT_EQ(make_cache_aware(cost_mode(2.0))->pick(r, c).index, 0);
+}
+
+}  // namespace
+}  // namespace keel::router
