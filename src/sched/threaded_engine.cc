@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <optional>
 #include <utility>
 
 namespace keel::sched {
@@ -128,8 +129,8 @@ void ThreadedEngine::loop() {
     // A caller waits for its call, not for the step after it: a KV pull's import (or the export on
     // its source) would otherwise also wait out a whole forward pass, which on a busy CPU replica
     // takes longer than the transfer itself.
-    if (last_call > 0) settle_calls(last_call);
-    publish(sched_->step(), last_call);
+    if (last_call > 0) publish(last_call, std::nullopt);
+    publish(last_call, sched_->step());
   }
 }
 
@@ -148,39 +149,21 @@ void ThreadedEngine::apply(Command& command, uint64_t& last_call) {
   }
 }
 
-void ThreadedEngine::settle_calls(uint64_t last_call) {
+void ThreadedEngine::publish(uint64_t last_call, std::optional<bool> progressed) {
   events_fresh_.clear();
   sched_->drain_cache_events(events_fresh_);
   {
     std::lock_guard lock(mu_);
-    hand_over_events();
+    events_.insert(events_.end(), std::make_move_iterator(events_fresh_.begin()),
+                   std::make_move_iterator(events_fresh_.end()));
+    if (events_.size() > max_events_) {
+      events_.erase(events_.begin(), events_.end() - static_cast<std::ptrdiff_t>(max_events_));
+    }
     n_calls_done_ = std::max(n_calls_done_, last_call);
     load_ = sched_->load();
     n_in_transit_ = 0;  // every command taken was applied: the load counts the submits among them
-    idle_ = sched_->idle();  // and drain() must not read the idle of the step before them
-  }
-  settled_.notify_all();
-}
-
-void ThreadedEngine::hand_over_events() {
-  events_.insert(events_.end(), std::make_move_iterator(events_fresh_.begin()),
-                 std::make_move_iterator(events_fresh_.end()));
-  if (events_.size() > max_events_) {
-    events_.erase(events_.begin(), events_.end() - static_cast<std::ptrdiff_t>(max_events_));
-  }
-}
-
-void ThreadedEngine::publish(bool progressed, uint64_t last_call) {
-  events_fresh_.clear();
-  sched_->drain_cache_events(events_fresh_);
-  {
-    std::lock_guard lock(mu_);
-    hand_over_events();
-    n_calls_done_ = std::max(n_calls_done_, last_call);
-    load_ = sched_->load();
-    n_in_transit_ = 0;
     idle_ = sched_->idle();
-    progressed_ = progressed;
+    if (progressed) progressed_ = *progressed;
   }
   settled_.notify_all();
 }

@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <thread>
 #include <variant>
@@ -68,11 +69,10 @@ class ThreadedEngine final : public Engine {
   explicit ThreadedEngine(std::unique_ptr<Scheduler> sched);
   void loop();
   void apply(Command& command, uint64_t& last_call);
-  void publish(bool progressed, uint64_t last_call);
-  // Between the commands and the step: the calls applied are done (their callers stop waiting), with
-  // their cache events handed over and the load refreshed.
-  void settle_calls(uint64_t last_call);
-  void hand_over_events();  // events_fresh_ onto events_, bounded (mu_ held)
+  // Hands the scheduler's cache events over, refreshes the load and marks the calls up to last_call
+  // done (their callers stop waiting). After a step (progressed: whether it ran a batch), and between
+  // the commands and the step when calls were among them.
+  void publish(uint64_t last_call, std::optional<bool> progressed);
 
   std::unique_ptr<Scheduler> sched_;  // touched only by thread_ once it runs
   const int32_t max_queue_;
