@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -291,7 +292,14 @@ bool Api::post_ready_work(WorkQueue& queue, const http::ExchangePtr& ex,
   // connection drops it there, before it reaches the engine. The token counts it until then, for
   // begin_drain.
   return queue.try_post([this, work = std::move(work), ex, token = handoff_token()] {
-    auto ready = work();
+    // A job that throws (out of memory in a huge compile or pull) still answers its request.
+    openai::ApiResult<Ready> ready = [&]() -> openai::ApiResult<Ready> {
+      try {
+        return work();
+      } catch (const std::exception& e) {
+        return ApiError{.status = make_error(ErrorCode::kInternal, "the request failed off the io thread: {}", e.what())};
+      }
+    }();
     ex->dispatch([this, ready = std::move(ready), ex, token]() mutable {
       if (!ready.ok()) return respond_error(ex, ready.error());
       start_generation(std::move(ready.value().accepted), std::move(ready.value().factory), ex);

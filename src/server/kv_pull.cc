@@ -6,6 +6,7 @@
 // prefix enters the cache other requests read), and a pull that fails in any way leaves the request
 // to prefill as it would have: the hint is an optimization, never a reason to fail a request.
 #include <algorithm>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -222,11 +223,15 @@ void Api::handle_kv_export(http::HttpRequest&& req, const http::ExchangePtr& ex)
   };
   bool posted = kv_work_.try_post([this, ex, count, r = std::move(parsed).value()] {
     const int64_t limit = r.max_tokens > 0 ? std::min(r.max_tokens, config_.kv_max_tokens) : config_.kv_max_tokens;
-    sched::KvPrefix p = kv_->export_prefix(r.tokens, limit);
-    count(p.n_tokens() > 0 ? "sent" : "miss", p.n_tokens());
-    ex->dispatch([ex, body = encode_kv(kv_->identity, p)]() mutable {
-      ex->respond(http::HttpResponse{.status = 200, .content_type = std::string(kKvWireContentType), .body = std::move(body)});
-    });
+    http::HttpResponse resp{.status = 200, .content_type = std::string(kKvWireContentType)};
+    try {
+      sched::KvPrefix p = kv_->export_prefix(r.tokens, limit);
+      count(p.n_tokens() > 0 ? "sent" : "miss", p.n_tokens());
+      resp.body = encode_kv(kv_->identity, p);
+    } catch (const std::exception& e) {  // out of memory for the rows: answered, not left hanging
+      resp = openai::error_response(ApiError{.status = make_error(ErrorCode::kInternal, "KV export failed: {}", e.what())});
+    }
+    ex->dispatch([ex, resp = std::move(resp)]() mutable { ex->respond(std::move(resp)); });
   });
   if (!posted) {
     count("busy", 0);
