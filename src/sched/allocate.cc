@@ -46,14 +46,17 @@ std::vector<PlanEntry> Scheduler::allocate() {
   return planned;
 }
 
+bool Scheduler::evict_for(int64_t n) {
+  while (pool_.n_free() < n && tree_.n_evictable_tokens() > 0) {
+    std::vector<cache::SlotId> freed;
+    tree_.evict(n - pool_.n_free(), freed);
+    pool_.free(freed);
+  }
+  return pool_.n_free() >= n;
+}
+
 bool Scheduler::reserve_slots(Sequence& s, int32_t& n, std::vector<PlanEntry>& planned) {
-  while (pool_.n_free() < n) {
-    if (tree_.n_evictable_tokens() > 0) {
-      std::vector<cache::SlotId> freed;
-      tree_.evict(n - pool_.n_free(), freed);
-      pool_.free(freed);
-      continue;
-    }
+  while (!evict_for(n)) {
     Sequence* victim = nullptr;
     for (SeqId id : running_) {
       Sequence& r = seq(id);

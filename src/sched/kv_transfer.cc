@@ -60,12 +60,7 @@ Result<int64_t> Scheduler::import_prefix(const KvPrefix& p) {
   if (have >= n) return int64_t{0};
   const int64_t need = n - have;
   tree_.lock(m.node);  // the local part must survive the eviction below
-  while (pool_.n_free() < need && tree_.n_evictable_tokens() > 0) {
-    std::vector<cache::SlotId> freed;
-    tree_.evict(need - pool_.n_free(), freed);
-    pool_.free(freed);
-  }
-  if (pool_.n_free() < need) {
+  if (!evict_for(need)) {
     tree_.unlock(m.node);
     return make_error(ErrorCode::kResourceExhausted, "no room for {} imported KV tokens ({} free)", need, pool_.n_free());
   }

@@ -116,6 +116,8 @@ class Scheduler {
   void release_match(Sequence& s);                                               // match_prefix.cc
   std::vector<PlanEntry> allocate();                                             // allocate.cc
   bool reserve_slots(Sequence& s, int32_t& n, std::vector<PlanEntry>& planned);  // allocate.cc
+  // Evicts unlocked cache (LRU) until n slots are free or nothing is evictable; whether n are free.
+  bool evict_for(int64_t n);                                                     // allocate.cc
   void preempt(Sequence& s, std::vector<PlanEntry>& planned);                    // preempt.cc
   StepPlan build_batch(std::vector<PlanEntry> entries) const;                    // build_batch.cc
   Status run(const StepPlan& plan);                                              // run.cc
