@@ -52,10 +52,12 @@ class ProxyRequest : public std::enable_shared_from_this<ProxyRequest> {
   void compute_keys();
   void compute_prefix_keys();
   ReplicaPtr choose();
-  // The candidate to pull the prompt's prefix KV from when `chosen` gets it (RouterConfig::
-  // kv_pull_min_tokens), or -1.
-  int64_t kv_pull_source(std::span<const CandidateView> views, std::span<const PrefixIndex::View> held,
-                         int32_t chosen) const;
+  // KV pulls (RouterConfig::kv_pull_min_tokens). The candidate with the longest match among those
+  // whose cache feed is live (ties: the lower load), or -1 when none holds any of the prompt.
+  int64_t best_exact_holder(std::span<const CandidateView> views, std::span<const PrefixIndex::View> held) const;
+  // Whether a replica matching `to` (a keel replica when to_exact) would pull the prefix from `from`:
+  // pulls are on and `from` holds at least kv_pull_min_tokens more of the prompt.
+  bool may_pull(const CandidateView& from, const CandidateView& to, bool to_exact) const;
   void attempt(bool resuming);
   void on_head(uint64_t n, int status, const HeaderList& headers);
   void on_data(uint64_t n, std::string_view bytes);

@@ -116,21 +116,23 @@ void ProxyRequest::compute_prefix_keys() {
   slots_per_key_ = std::max(1, svc_.config().char_block_bytes / kBytesPerToken);
 }
 
-int64_t ProxyRequest::kv_pull_source(std::span<const CandidateView> views, std::span<const PrefixIndex::View> held,
-                                     int32_t chosen) const {
-  const int64_t min_tokens = svc_.config().kv_pull_min_tokens;
-  const auto c = static_cast<size_t>(chosen);
-  if (min_tokens == 0 || !held[c].exact_live) return -1;  // the chosen one must be a keel replica too
+int64_t ProxyRequest::best_exact_holder(std::span<const CandidateView> views,
+                                        std::span<const PrefixIndex::View> held) const {
   int64_t best = -1;
   for (size_t i = 0; i < views.size(); ++i) {
-    if (!held[i].exact_live || (views[i].match - views[c].match) * slots_per_key_ < min_tokens) continue;
-    if (best < 0 || views[i].match > views[static_cast<size_t>(best)].match ||
-        (views[i].match == views[static_cast<size_t>(best)].match &&
-         views[i].load < views[static_cast<size_t>(best)].load)) {
+    if (!held[i].exact_live || views[i].match == 0) continue;
+    const auto b = static_cast<size_t>(best);
+    if (best < 0 || views[i].match > views[b].match ||
+        (views[i].match == views[b].match && views[i].load < views[b].load)) {
       best = static_cast<int64_t>(i);
     }
   }
   return best;
+}
+
+bool ProxyRequest::may_pull(const CandidateView& from, const CandidateView& to, bool to_exact) const {
+  const int64_t min_tokens = svc_.config().kv_pull_min_tokens;
+  return min_tokens > 0 && to_exact && (from.match - to.match) * slots_per_key_ >= min_tokens;
 }
 
 ReplicaPtr ProxyRequest::choose() {
@@ -168,12 +170,6 @@ ReplicaPtr ProxyRequest::choose() {
   for (const ReplicaPtr* r : cands) ids.push_back((*r)->id);
   std::vector<PrefixIndex::View> held(cands.size());
   svc_.index().view(ids, prefix ? std::span<const uint64_t>(*keys_) : std::span<const uint64_t>(), held);
-  // KV pulls weighed in the decision: only keel replicas (their cache feed live) export and import.
-  const bool weigh_pulls = prefix && svc_.config().kv_pull_min_tokens > 0 && svc_.config().cache_aware.kv_pull_cost > 0;
-  int64_t pull_match = 0;
-  for (size_t i = 0; weigh_pulls && i < cands.size(); ++i) {
-    if (held[i].exact_live) pull_match = std::max(pull_match, held[i].match);
-  }
   for (size_t i = 0; i < cands.size(); ++i) {
     const Replica& rep = **cands[i];
     views.push_back(CandidateView{
@@ -182,9 +178,16 @@ ReplicaPtr ProxyRequest::choose() {
                 (synced && peer_work ? rep.peer_work.load(std::memory_order_relaxed) : 0),
         .match = held[i].match,
         .free_cache = rep.free_cache(held[i].n_entries),
-        .remote = !region_.empty() && !rep.labels.region.empty() && rep.labels.region != region_,
-        .can_pull = weigh_pulls && held[i].exact_live &&
-                    (pull_match - held[i].match) * slots_per_key_ >= svc_.config().kv_pull_min_tokens});
+        .remote = !region_.empty() && !rep.labels.region.empty() && rep.labels.region != region_});
+  }
+  // KV pulls: only keel replicas (their cache feed live) export and import. The best of them is the
+  // source of any pull, and with --kv-pull-cost the decision weighs what a pull from it would spare.
+  const int64_t holder = prefix && svc_.config().kv_pull_min_tokens > 0 ? best_exact_holder(views, held) : -1;
+  const int64_t pull_match = holder >= 0 ? views[static_cast<size_t>(holder)].match : 0;
+  if (holder >= 0 && svc_.config().cache_aware.kv_pull_cost > 0) {
+    for (size_t i = 0; i < views.size(); ++i) {
+      views[i].can_pull = may_pull(views[static_cast<size_t>(holder)], views[i], held[i].exact_live);
+    }
   }
   const auto n_keys = static_cast<int64_t>(keys_->size());
   const int64_t group_in_flight = has_group_ ? svc_.group_in_flight_locked(group_) : 0;
@@ -211,7 +214,7 @@ ReplicaPtr ProxyRequest::choose() {
                                               .random = random_u64(),
                                               .group = has_group_ ? group_ : 0,
                                               .synced = synced,
-                                              .pull_match = pull_match},
+                                              .pull_match = svc_.config().cache_aware.kv_pull_cost > 0 ? pull_match : 0},
                                  views);
   if (pick.index < 0) return nullptr;
   if (svc_.decision_log().on()) {
@@ -228,7 +231,9 @@ ReplicaPtr ProxyRequest::choose() {
   chosen->in_flight.fetch_add(1, std::memory_order_relaxed);  // taken off in release_replica
   // A KV pull: another keel replica holds enough more of the prompt that the chosen one copies it from
   // there (its prefill then starts after that prefix, so its cost here counts from the source's match).
-  const int64_t pull_from = prefix ? kv_pull_source(views, held, pick.index) : -1;
+  const auto picked = static_cast<size_t>(pick.index);
+  const int64_t pull_from =
+      holder >= 0 && may_pull(views[static_cast<size_t>(holder)], views[picked], held[picked].exact_live) ? holder : -1;
   kv_source_ = pull_from >= 0 ? (*cands[static_cast<size_t>(pull_from)])->url : std::string();
   const int64_t match_here = views[static_cast<size_t>(pull_from >= 0 ? pull_from : pick.index)].match;
   work_ = svc_.config().cache_aware.cost(n_keys, match_here, slots_per_key_);
