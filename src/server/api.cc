@@ -250,12 +250,9 @@ void Api::handle_generation(ApiKind kind, http::HttpRequest&& req, const http::E
   if (!a.ok()) return respond_error(ex, a.error());
   if (n_pulls_in_flight_.load(std::memory_order_relaxed) > 0) {
     // A pull of this prompt's prefix may be on its way into the cache: wait for it, then start.
-    auto held = std::make_shared<std::pair<Accepted, std::string>>(std::move(a).value(), std::move(req.body));
-    auto resume = [this, held, ex, token = handoff_token()] {
-      ex->dispatch([this, held, ex, token] { start_accepted(std::move(held->first), held->second, ex); });
-    };
-    if (wait_for_pull(held->first.prepared.prompt, std::move(resume))) return;
-    return start_accepted(std::move(held->first), held->second, ex);
+    auto w = std::make_shared<Waiting>(Waiting{std::move(a).value(), std::move(req.body)});
+    if (start_after_pull(w, ex)) return;
+    return start_accepted(std::move(w->accepted), w->body, ex);
   }
   start_accepted(std::move(a).value(), req.body, ex);
 }

@@ -128,6 +128,16 @@ class Api {
   // start) went to a KV thread; false when it goes on as any other request (hint refused, KV off,
   // queue full), with the outcome counted.
   bool start_with_pull(ApiKind kind, http::HttpRequest& req, const http::ExchangePtr& ex, int64_t received_us);
+  // A request past accept() with its body (for its grammar lookup), kept while it waits for a pull.
+  struct Waiting {
+    Accepted accepted;
+    std::string body;
+  };
+  // When a pull in progress shares w's prompt prefix (wait_for_pull): w starts (start_accepted, on
+  // its connection's strand) once that pull ends, and this returns true. False: no such pull.
+  bool start_after_pull(const std::shared_ptr<Waiting>& w, const http::ExchangePtr& ex);
+  // The tokens a request's prefill covers: its prompt, then any resumed tokens.
+  static std::vector<int32_t> prompt_tokens(const Accepted& a);
   // Fetches the longest prefix of `tokens` (a prompt) that `source` caches and imports it; counts the
   // outcome.
   void pull_prefix(std::string_view source, const std::vector<int32_t>& tokens);

@@ -95,6 +95,20 @@ bool Api::wait_for_pull(const std::vector<int32_t>& prompt, std::function<void()
   return false;
 }
 
+std::vector<int32_t> Api::prompt_tokens(const Accepted& a) {
+  std::vector<int32_t> tokens = a.prepared.prompt;
+  if (a.resumed) tokens.insert(tokens.end(), a.resumed->begin(), a.resumed->end());
+  return tokens;
+}
+
+bool Api::start_after_pull(const std::shared_ptr<Waiting>& w, const http::ExchangePtr& ex) {
+  if (n_pulls_in_flight_.load(std::memory_order_relaxed) == 0) return false;
+  auto resume = [this, w, ex, token = handoff_token()] {
+    ex->dispatch([this, w, ex, token] { start_accepted(std::move(w->accepted), w->body, ex); });
+  };
+  return wait_for_pull(prompt_tokens(w->accepted), std::move(resume));
+}
+
 bool Api::start_with_pull(ApiKind kind, http::HttpRequest& req, const http::ExchangePtr& ex, int64_t received_us) {
   if (!kv_ || config_.kv_max_tokens == 0) {
     count_pull("off");
@@ -110,13 +124,8 @@ bool Api::start_with_pull(ApiKind kind, http::HttpRequest& req, const http::Exch
     count_pull("refused");
     return false;
   }
-  auto prompt_of = [](const Accepted& a) {
-    std::vector<int32_t> tokens = a.prepared.prompt;
-    if (a.resumed) tokens.insert(tokens.end(), a.resumed->begin(), a.resumed->end());
-    return tokens;
-  };
   auto held = std::make_shared<http::HttpRequest>(std::move(req));
-  std::shared_ptr<Accepted> accepted;
+  std::shared_ptr<Waiting> w;  // accepted on this io thread (small bodies)
   std::shared_ptr<PullInFlight> pull;
   if (held->body.size() <= kIoThreadPullBodyMaxBytes) {
     auto a = accept(kind, *held, received_us);
@@ -124,22 +133,16 @@ bool Api::start_with_pull(ApiKind kind, http::HttpRequest& req, const http::Exch
       ex->respond(openai::error_response(a.error()));
       return true;
     }
-    accepted = std::make_shared<Accepted>(std::move(a).value());
+    w = std::make_shared<Waiting>(Waiting{std::move(a).value(), std::move(held->body)});
     // The same prefix on its way here already (two requests of a group spread to this replica):
     // wait for that pull rather than fetch the prefix twice.
-    if (n_pulls_in_flight_.load(std::memory_order_relaxed) > 0) {
-      auto resume = [this, accepted, held, ex, token = handoff_token()] {
-        ex->dispatch([this, accepted, held, ex, token] { start_accepted(std::move(*accepted), held->body, ex); });
-      };
-      if (wait_for_pull(prompt_of(*accepted), std::move(resume))) return true;
-    }
-    pull = register_pull(prompt_of(*accepted));
+    if (start_after_pull(w, ex)) return true;
+    pull = register_pull(prompt_tokens(w->accepted));
   }
-  bool posted = post_ready_work(kv_work_, ex, [this, kind, held, accepted, pull, source, received_us,
-                                               prompt_of]() -> openai::ApiResult<Ready> {
+  bool posted = post_ready_work(kv_work_, ex, [this, kind, held, w, pull, source, received_us]() -> openai::ApiResult<Ready> {
     Accepted a;
-    if (accepted) {
-      a = std::move(*accepted);
+    if (w) {
+      a = std::move(w->accepted);
       // Whatever happens in the pull, the requests waiting for it go on.
       std::unique_ptr<void, std::function<void(void*)>> done(this, [this, pull](void*) { finish_pull(pull); });
       pull_prefix(source, pull->tokens);
@@ -147,17 +150,17 @@ bool Api::start_with_pull(ApiKind kind, http::HttpRequest& req, const http::Exch
       auto got = accept(kind, *held, received_us);
       if (!got.ok()) return got.error();
       a = std::move(got).value();
-      pull_prefix(source, prompt_of(a));
+      pull_prefix(source, prompt_tokens(a));
     }
-    auto factory = structured_.constraint_for(a.prepared.params.response_format, held->body);
+    auto factory = structured_.constraint_for(a.prepared.params.response_format, w ? w->body : held->body);
     if (!factory.ok()) return factory.error();
     return Ready{std::move(a), std::move(factory).value()};
   });
   if (!posted) {
     count_pull("busy");
     if (pull) finish_pull(pull);
-    if (accepted) {  // accepted already: it starts here, without the pull
-      start_accepted(std::move(*accepted), held->body, ex);
+    if (w) {  // accepted already: it starts here, without the pull
+      start_accepted(std::move(w->accepted), w->body, ex);
       return true;
     }
     req = std::move(*held);
