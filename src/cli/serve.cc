@@ -40,7 +40,7 @@ struct ServeArgs {
   std::string grammar_whitespace = "compact";
   server::StructuredOutputConfig structured;
   std::string admin_key;
-  server::ApiConfig kv;  // its kv_* fields only (the rest is filled in run_serve)
+  server::ApiConfig api;  // the fields flags set directly (kv_*); run_serve fills in the rest
 };
 
 // cuda without --kv-tokens: the KV pool takes mem_fraction of the device memory still free after the
@@ -84,16 +84,12 @@ int run_serve(ServeArgs a) {
   auto engine = sched::ThreadedEngine::create({.model = loaded->get(), .tokenizer = tok->get(), .config = a.sched});
   if (!engine.ok()) return fail(2, engine.status());
 
-  server::ApiConfig api_config;
+  server::ApiConfig api_config = a.api;
   api_config.model_names = {a.served_name.empty() ? std::filesystem::path(a.model).filename().string() : a.served_name,
                             a.model};
   api_config.max_context_tokens = static_cast<int32_t>((*engine)->context_tokens());
   api_config.structured = a.structured;
   api_config.admin_key = a.admin_key;
-  api_config.kv_max_tokens = a.kv.kv_max_tokens;
-  api_config.kv_threads = a.kv.kv_threads;
-  api_config.kv_queue = a.kv.kv_queue;
-  api_config.kv_timeout_ms = a.kv.kv_timeout_ms;
   if (Status st = api_config.validate(); !st.ok()) return fail(2, st);
   api_config.structured.whitespace =
       a.grammar_whitespace == "flexible" ? grammar::WhitespacePolicy::kBounded : grammar::WhitespacePolicy::kCompact;
@@ -153,12 +149,12 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--admin-key", args->admin_key,
                   "Bearer key POST /flush_cache needs (without one: loopback clients only)")
       ->envname("KEEL_ADMIN_KEY");
-  cmd->add_option("--kv-max-tokens", args->kv.kv_max_tokens,
+  cmd->add_option("--kv-max-tokens", args->api.kv_max_tokens,
                   "KV pulls: most prompt tokens one export or pull moves (0 = off; docs/router.md)")
       ->capture_default_str();
-  cmd->add_option("--kv-threads", args->kv.kv_threads, "KV pulls: threads that pull and export")->capture_default_str();
-  cmd->add_option("--kv-queue", args->kv.kv_queue, "KV pulls: jobs that may wait for a KV thread")->capture_default_str();
-  cmd->add_option("--kv-timeout-ms", args->kv.kv_timeout_ms, "KV pulls: one pull's deadline")->capture_default_str();
+  cmd->add_option("--kv-threads", args->api.kv_threads, "KV pulls: threads that pull and export")->capture_default_str();
+  cmd->add_option("--kv-queue", args->api.kv_queue, "KV pulls: jobs that may wait for a KV thread")->capture_default_str();
+  cmd->add_option("--kv-timeout-ms", args->api.kv_timeout_ms, "KV pulls: one pull's deadline")->capture_default_str();
   cmd->add_option("--max-body-bytes", args->http.max_body_bytes, "Largest request body (413 above)")->capture_default_str();
   cmd->add_option("-t,--threads", args->n_threads, "CPU threads for the model (default: KEEL_THREADS or all cores)")
       ->check(CLI::Range(0, 1024));
