@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
+#include <span>
 #include <vector>
 
 #include <fmt/format.h>
+
+#include "base/mapped_file.h"
 
 namespace keel::model {
 namespace {
@@ -19,30 +21,22 @@ constexpr uint64_t kSampleBytes = 64 << 10;
 constexpr int kSamples = 64;
 
 Status hash_file(const fs::path& path, XXH3_state_t* state, bool whole) {
-  std::error_code ec;
-  const uint64_t size = fs::file_size(path, ec);
-  if (ec) return make_error(ErrorCode::kNotFound, "cannot read the size of '{}': {}", path.string(), ec.message());
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error(ErrorCode::kNotFound, "cannot open '{}'", path.string());
+  auto file = MappedFile::open(path.string());
+  if (!file.ok()) return file.status();
+  const std::span<const uint8_t> bytes = file.value().bytes();
+  const uint64_t size = bytes.size();
   XXH3_64bits_update(state, &size, sizeof size);
-  std::vector<char> buf;
-  auto take = [&](uint64_t at, uint64_t n) -> Status {
-    n = std::min(n, size - std::min(at, size));
-    buf.resize(n);
-    in.seekg(static_cast<std::streamoff>(at));
-    if (!in.read(buf.data(), static_cast<std::streamsize>(n))) {
-      return make_error(ErrorCode::kIo, "cannot read {} bytes at {} of '{}'", n, at, path.string());
-    }
-    XXH3_64bits_update(state, buf.data(), buf.size());
+  auto take = [&](uint64_t at, uint64_t n) { XXH3_64bits_update(state, bytes.data() + at, std::min(n, size - at)); };
+  if (whole || size <= kHeadBytes + (kSamples + 1) * kSampleBytes) {
+    take(0, size);
     return {};
-  };
-  if (whole || size <= kHeadBytes + (kSamples + 1) * kSampleBytes) return take(0, size);
-  if (Status s = take(0, kHeadBytes); !s.ok()) return s;
-  for (int i = 0; i < kSamples; ++i) {
-    const uint64_t at = kHeadBytes + (size - kHeadBytes - kSampleBytes) / kSamples * static_cast<uint64_t>(i);
-    if (Status s = take(at, kSampleBytes); !s.ok()) return s;
   }
-  return take(size - kSampleBytes, kSampleBytes);
+  take(0, kHeadBytes);
+  for (int i = 0; i < kSamples; ++i) {
+    take(kHeadBytes + (size - kHeadBytes - kSampleBytes) / kSamples * static_cast<uint64_t>(i), kSampleBytes);
+  }
+  take(size - kSampleBytes, kSampleBytes);
+  return {};
 }
 
 }  // namespace
