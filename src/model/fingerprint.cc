@@ -60,8 +60,6 @@ Result<std::string> model_fingerprint(const std::string& path, bool dummy) {
   const std::string tag = dummy ? "dummy" : "weights";
   XXH3_64bits_update(state.get(), tag.data(), tag.size());
   for (const auto& f : files) {
-    const std::string name = f.filename().string();
-    XXH3_64bits_update(state.get(), name.data(), name.size());
     if (Status s = hash_file(f, state.get(), dummy); !s.ok()) return s;
   }
   return fmt::format("{:016x}", XXH3_64bits_digest(state.get()));

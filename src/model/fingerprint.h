@@ -4,7 +4,8 @@
 // xxh3-64 over each weight file's size, its first MiB (a GGUF file's header: metadata and tensor
 // table; a safetensors file's JSON header), 64 KiB at 64 evenly spaced offsets and its last 64 KiB:
 // ~5 MB read per file, so it costs milliseconds where hashing whole files would cost seconds per
-// GB, and any two different files of the same size almost surely differ in some sampled block.
+// GB, and any two different files of the same size almost surely differ in some sampled block. File
+// names are not hashed: replicas may keep the same weights under different names.
 #pragma once
 
 #include <string>
